@@ -1,0 +1,87 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import {
+  CatIdParams, CatReply, CreateCatBody, DeleteReply, StoredCat, StoredCatList, UpdateCatBody
+} from '../../src/schemas/cats.js'
+import { BEARER_SECURITY, ErrorReply } from '../../src/schemas/common.js'
+import { httpError, validationError } from '../../src/errors.js'
+import { findMergeProblems } from '../../src/merge-safety.js'
+
+const cats: FastifyPluginAsyncTypebox = async (fastify) => {
+  const { CATS_AUTH, CATS_MAX } = fastify.config
+  // D14: public by default; CATS_AUTH=required puts the token guard on every route here.
+  const guarded = CATS_AUTH === 'required'
+  const guard = guarded ? { onRequest: fastify.authenticate } : {}
+  const security = guarded ? { security: BEARER_SECURITY } : {}
+  const authErrors = guarded ? { 401: ErrorReply } : {}
+  const catId = (params: CatIdParams): number => Number(params.id)
+
+  fastify.post('/', {
+    ...guard,
+    schema: {
+      tags: ['cats'],
+      summary: 'Create a cat',
+      ...security,
+      body: CreateCatBody,
+      response: { 201: CatReply, 400: ErrorReply, ...authErrors, 413: ErrorReply, 415: ErrorReply, 507: ErrorReply }
+    }
+  }, async (request, reply) => {
+    if (fastify.cats.size >= CATS_MAX) {
+      throw httpError(507, `The collection is full (${CATS_MAX} cats); delete some first`)
+    }
+    reply.code(201)
+    return fastify.cats.create(request.body)
+  })
+
+  fastify.get('/', {
+    ...guard,
+    schema: {
+      tags: ['cats'],
+      summary: 'List all cats in creation order',
+      ...security,
+      response: { 200: StoredCatList, ...authErrors }
+    }
+  }, async () => fastify.cats.list())
+
+  fastify.get('/:id', {
+    ...guard,
+    schema: {
+      tags: ['cats'],
+      summary: 'Read one cat (an empty 200 when no cat has this id)',
+      ...security,
+      params: CatIdParams,
+      response: { 200: StoredCat, 400: ErrorReply, ...authErrors }
+    }
+  }, async (request) => fastify.cats.find(catId(request.params)))
+
+  fastify.put('/:id', {
+    ...guard,
+    schema: {
+      tags: ['cats'],
+      summary: 'Merge fields into a cat (an empty 200 when no cat has this id)',
+      ...security,
+      params: CatIdParams,
+      body: UpdateCatBody,
+      response: { 200: StoredCat, 400: ErrorReply, ...authErrors, 413: ErrorReply, 415: ErrorReply }
+    }
+  }, async (request) => {
+    const problems = findMergeProblems(request.body)
+    if (problems.length > 0) throw validationError('body', problems)
+    return fastify.cats.update(catId(request.params), request.body)
+  })
+
+  fastify.delete('/:id', {
+    ...guard,
+    schema: {
+      tags: ['cats'],
+      summary: 'Delete the earliest created cat with this id',
+      ...security,
+      params: CatIdParams,
+      response: { 200: DeleteReply, 400: ErrorReply, ...authErrors }
+    }
+  }, async (request) => {
+    fastify.cats.remove(catId(request.params))
+    return { deleted: true as const }
+  })
+}
+
+export default cats

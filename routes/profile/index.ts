@@ -1,0 +1,17 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Identity } from '../../src/schemas/auth.js'
+import { BEARER_SECURITY, ErrorReply } from '../../src/schemas/common.js'
+
+const profile: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.get('/', {
+    onRequest: fastify.authenticate,
+    schema: {
+      tags: ['profile'],
+      summary: 'The identity carried by the access token',
+      security: BEARER_SECURITY,
+      response: { 200: Identity, 401: ErrorReply }
+    }
+  }, async (request) => request.user)
+}
+
+export default profile

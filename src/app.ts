@@ -1,0 +1,44 @@
+import { join } from 'node:path'
+import AutoLoad from '@fastify/autoload'
+import type { FastifyPluginAsync } from 'fastify'
+import type { ConfigInput } from './config.js'
+import type { UserRecord } from './users.js'
+import type { ValidateToken } from './token.js'
+import { createValidatorCompiler } from './validation.js'
+import { errorHandler, notFoundHandler } from './errors.js'
+
+export interface AppOptions {
+  /** The settings of the service, with the same keys and rules as the environment (see README). */
+  config: ConfigInput
+  /** Accounts that may log in; when absent, USERS_FILE or the demo users are used. */
+  users?: readonly UserRecord[]
+  /** Replaces the check that turns verified token claims into the request's identity. */
+  validateToken?: ValidateToken
+}
+
+const root = join(import.meta.dirname, '..')
+
+/**
+ * The whole service as one encapsulated Fastify plugin. A host app registers
+ * it, usually under a prefix; its validator, error handling and hooks stay inside.
+ */
+const app: FastifyPluginAsync<AppOptions> = async (fastify, opts) => {
+  fastify.setValidatorCompiler(createValidatorCompiler())
+  fastify.setErrorHandler(errorHandler)
+  fastify.setNotFoundHandler(notFoundHandler)
+  // Without a text parser, a text/plain body is a 415 instead of reaching validation.
+  fastify.removeContentTypeParser('text/plain')
+
+  // Not `opts` itself: it carries the host's `prefix`, which autoload would apply twice.
+  const options: AppOptions = { config: opts.config, users: opts.users, validateToken: opts.validateToken }
+  await fastify.register(AutoLoad, { dir: join(root, 'plugins'), options })
+
+  // These routes take small JSON bodies: a tighter limit than Fastify's 1 MiB default.
+  const bodyLimit = fastify.config.BODY_LIMIT
+  fastify.addHook('onRoute', (route) => {
+    route.bodyLimit ??= bodyLimit
+  })
+  await fastify.register(AutoLoad, { dir: join(root, 'routes'), options })
+}
+
+export default app

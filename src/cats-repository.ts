@@ -1,0 +1,83 @@
+import type { CreateCatBody, StoredCat, UpdateCatBody } from './schemas/cats.js'
+
+/** The cats that share one id, earliest created first. Only the head is ever removed. */
+class IdQueue {
+  readonly #cats: StoredCat[] = []
+  #head = 0
+
+  get first (): StoredCat | undefined {
+    return this.#cats[this.#head]
+  }
+
+  get size (): number {
+    return this.#cats.length - this.#head
+  }
+
+  push (cat: StoredCat): void {
+    this.#cats.push(cat)
+  }
+
+  shift (): void {
+    this.#head++
+    // Compact once the removed part dominates, keeping removal O(1) amortized.
+    if (this.#head * 2 > this.#cats.length) {
+      this.#cats.splice(0, this.#head)
+      this.#head = 0
+    }
+  }
+}
+
+/**
+ * In-memory cats with the specified semantics: a new cat's id is the number of
+ * stored cats plus one, so ids repeat after deletes; single-record operations
+ * act on the earliest created cat with that id. Every operation but list is O(1).
+ */
+export class CatsRepository {
+  readonly #inCreationOrder = new Set<StoredCat>()
+  readonly #byId = new Map<number, IdQueue>()
+
+  get size (): number {
+    return this.#inCreationOrder.size
+  }
+
+  list (): StoredCat[] {
+    return Array.from(this.#inCreationOrder)
+  }
+
+  find (id: number): StoredCat | undefined {
+    return this.#byId.get(id)?.first
+  }
+
+  create (fields: CreateCatBody): StoredCat {
+    const cat: StoredCat = { id: this.size + 1, name: fields.name, age: fields.age, breed: fields.breed }
+    this.#inCreationOrder.add(cat)
+    let queue = this.#byId.get(cat.id)
+    if (queue === undefined) {
+      queue = new IdQueue()
+      this.#byId.set(cat.id, queue)
+    }
+    queue.push(cat)
+    return cat
+  }
+
+  /** Shallow-merges the fields into the cat; `id` never changes. */
+  update (id: number, fields: UpdateCatBody): StoredCat | undefined {
+    const cat = this.find(id)
+    if (cat === undefined) return undefined
+    for (const [key, value] of Object.entries(fields)) {
+      // defineProperty: a key such as __proto__ becomes plain data, never a prototype change
+      if (key !== 'id') Object.defineProperty(cat, key, { value, enumerable: true, writable: true, configurable: true })
+    }
+    return cat
+  }
+
+  /** Removes the earliest created cat with this id, if any. */
+  remove (id: number): void {
+    const queue = this.#byId.get(id)
+    const cat = queue?.first
+    if (queue === undefined || cat === undefined) return
+    queue.shift()
+    if (queue.size === 0) this.#byId.delete(id)
+    this.#inCreationOrder.delete(cat)
+  }
+}

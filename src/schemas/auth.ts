@@ -1,0 +1,31 @@
+import { Type, type Static } from '@sinclair/typebox'
+
+export const LoginBody = Type.Object({
+  username: Type.String({ minLength: 1, maxLength: 128 }),
+  password: Type.String({ minLength: 1, maxLength: 1024 })
+}, { additionalProperties: false })
+export type LoginBody = Static<typeof LoginBody>
+
+export const LoginReply = Type.Object({
+  access_token: Type.String({ description: 'Signed JWT (HS256)' }),
+  token_type: Type.Literal('Bearer'),
+  expires_in: Type.Integer({ description: 'Lifetime of the token in seconds' })
+})
+export type LoginReply = Static<typeof LoginReply>
+
+export const UserId = Type.Union([Type.Integer(), Type.String({ minLength: 1 })], { description: 'The user id (the token\'s sub)' })
+export type UserId = Static<typeof UserId>
+
+/** Claims the service signs into every access token. */
+export const TokenClaims = Type.Object({
+  sub: UserId,
+  username: Type.String({ minLength: 1 })
+})
+export type TokenClaims = Static<typeof TokenClaims>
+
+/** The authenticated identity attached to a request and returned by GET /profile. */
+export const Identity = Type.Object({
+  userId: UserId,
+  username: Type.String()
+})
+export type Identity = Static<typeof Identity>

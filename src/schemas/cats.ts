@@ -1,0 +1,41 @@
+import { Type, type Static } from '@sinclair/typebox'
+
+const catFields = {
+  name: Type.String({ examples: ['Tom'] }),
+  age: Type.Integer({ examples: [3] }),
+  breed: Type.String({ examples: ['Siamese'] })
+}
+
+/** POST /cats body: unknown fields are removed before the handler runs. */
+export const CreateCatBody = Type.Object(catFields, { additionalProperties: false })
+export type CreateCatBody = Static<typeof CreateCatBody>
+
+/** A cat as created: exactly id plus the three declared fields. */
+export const CatReply = Type.Object({ id: Type.Integer(), ...catFields })
+export type CatReply = Static<typeof CatReply>
+
+/**
+ * A cat as stored. PUT merges any fields without type checks, so beyond `id`
+ * a stored value can be any JSON value; the schema must not coerce them.
+ */
+export const StoredCat = Type.Object({ id: Type.Integer() }, {
+  additionalProperties: true,
+  description: 'A stored cat: id plus name, age, breed as created, and any fields merged by PUT, as sent'
+})
+export type StoredCat = Static<typeof StoredCat> & Record<string, unknown>
+
+export const StoredCatList = Type.Array(StoredCat)
+
+/** PUT /cats/:id body: any JSON object, merged shallowly. */
+export const UpdateCatBody = Type.Record(Type.String(), Type.Unknown(), {
+  description: 'Fields to merge into the cat; id is ignored'
+})
+export type UpdateCatBody = Static<typeof UpdateCatBody>
+
+export const CatIdParams = Type.Object({
+  id: Type.String({ pattern: '^-?[0-9]{1,15}$', description: 'Cat id: an integer in decimal digits' })
+})
+export type CatIdParams = Static<typeof CatIdParams>
+
+export const DeleteReply = Type.Object({ deleted: Type.Literal(true) })
+export type DeleteReply = Static<typeof DeleteReply>

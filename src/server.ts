@@ -1,0 +1,40 @@
+import Fastify from 'fastify'
+import closeWithGrace from 'close-with-grace'
+import app from './app.js'
+import { loadConfig, parseTrustProxy, type Config } from './config.js'
+
+function buildServer (config: Config) {
+  const server = Fastify({
+    logger: {
+      level: config.LOG_LEVEL,
+      redact: { paths: ['req.headers.authorization', 'req.headers.cookie', '*.password', '*.access_token'], censor: '[redacted]' }
+    },
+    trustProxy: parseTrustProxy(config.TRUST_PROXY)
+  })
+  server.register(app, { config })
+  return server
+}
+
+async function main (): Promise<void> {
+  let config: Config
+  try {
+    config = loadConfig(process.env)
+  } catch (error) {
+    console.error(`Invalid configuration: ${String(error)}`)
+    process.exit(1)
+  }
+  const server = buildServer(config)
+  closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
+    if (err !== undefined) server.log.error({ err }, 'shutting down after an error')
+    else server.log.info({ signal }, 'shutting down')
+    await server.close()
+  })
+  try {
+    await server.listen({ port: config.PORT, host: config.HOST })
+  } catch (error) {
+    server.log.fatal({ err: error }, 'could not start')
+    process.exit(1)
+  }
+}
+
+await main()
