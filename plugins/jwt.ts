@@ -17,13 +17,17 @@ export default fp(async (fastify) => {
     secret: JWT_SECRET,
     sign: {
       algorithm: 'HS256',
-      expiresIn: durationToSeconds(JWT_EXPIRES_IN) * 1000,
+      expiresIn: durationToSeconds(JWT_EXPIRES_IN), // @fastify/jwt reads a number as seconds
       ...(JWT_ISSUER !== undefined && { iss: JWT_ISSUER }),
       ...(JWT_AUDIENCE !== undefined && { aud: JWT_AUDIENCE })
     },
     verify: {
       algorithms: ['HS256'],
-      requiredClaims: ['exp', 'sub', 'username'],
+      requiredClaims: [
+        'exp', 'sub', 'username',
+        ...(JWT_ISSUER !== undefined ? ['iss'] : []),
+        ...(JWT_AUDIENCE !== undefined ? ['aud'] : [])
+      ],
       ...(JWT_ISSUER !== undefined && { allowedIss: JWT_ISSUER }),
       ...(JWT_AUDIENCE !== undefined && { allowedAud: JWT_AUDIENCE })
     }

@@ -27,7 +27,10 @@ async function main (): Promise<void> {
   closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
     if (err !== undefined) server.log.error({ err }, 'shutting down after an error')
     else server.log.info({ signal }, 'shutting down')
+    // close() waits for open connections; keep-alive ones that finish a request meanwhile are closed here.
+    const closeIdle = setInterval(() => server.server.closeIdleConnections(), 50)
     await server.close()
+    clearInterval(closeIdle)
   })
   try {
     await server.listen({ port: config.PORT, host: config.HOST })

@@ -15,7 +15,7 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
   const authErrors = guarded ? { 401: ErrorReply } : {}
   const catId = (params: CatIdParams): number => Number(params.id)
 
-  fastify.post('/', {
+  fastify.post('', {
     ...guard,
     schema: {
       tags: ['cats'],
@@ -32,7 +32,7 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
     return fastify.cats.create(request.body)
   })
 
-  fastify.get('/', {
+  fastify.get('', {
     ...guard,
     schema: {
       tags: ['cats'],

@@ -3,7 +3,7 @@ import { Identity } from '../../src/schemas/auth.js'
 import { BEARER_SECURITY, ErrorReply } from '../../src/schemas/common.js'
 
 const profile: FastifyPluginAsyncTypebox = async (fastify) => {
-  fastify.get('/', {
+  fastify.get('', {
     onRequest: fastify.authenticate,
     schema: {
       tags: ['profile'],

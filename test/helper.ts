@@ -1,0 +1,28 @@
+import Fastify, { type FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import type { Test } from 'tap'
+import serviceApp, { type AppOptions } from '../src/app.js'
+import type { ConfigInput } from '../src/config.js'
+
+export const TEST_SECRET = 'test-secret-that-is-at-least-32-characters-long'
+
+export const testConfig: ConfigInput = { JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'silent' }
+
+/**
+ * A fresh app per test, closed on teardown. Wrapped in fp here (tests only)
+ * so that decorators such as app.cats and app.jwt are reachable.
+ */
+export async function build (t: Test, config: Partial<ConfigInput> = {}, options: Omit<AppOptions, 'config'> = {}): Promise<FastifyInstance> {
+  const app = Fastify({ logger: false })
+  await app.register(fp(serviceApp), { config: { ...testConfig, ...config }, ...options })
+  await app.ready()
+  t.teardown(() => app.close())
+  return app
+}
+
+/** A token as the service signs it for a demo user. */
+export function tokenFor (app: FastifyInstance, sub: number | string = 1, username = 'john'): string {
+  return app.jwt.sign({ sub, username })
+}
+
+export const bearer = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` })
