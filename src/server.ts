@@ -1,19 +1,8 @@
 import Fastify from 'fastify'
 import closeWithGrace from 'close-with-grace'
 import app from './app.js'
-import { loadConfig, parseTrustProxy, type Config } from './config.js'
-
-function buildServer (config: Config) {
-  const server = Fastify({
-    logger: {
-      level: config.LOG_LEVEL,
-      redact: { paths: ['req.headers.authorization', 'req.headers.cookie', '*.password', '*.access_token'], censor: '[redacted]' }
-    },
-    trustProxy: parseTrustProxy(config.TRUST_PROXY)
-  })
-  server.register(app, { config })
-  return server
-}
+import { loadConfig, type Config } from './config.js'
+import { serverOptions } from './server-options.js'
 
 async function main (): Promise<void> {
   let config: Config
@@ -23,7 +12,8 @@ async function main (): Promise<void> {
     console.error(`Invalid configuration: ${String(error)}`)
     process.exit(1)
   }
-  const server = buildServer(config)
+  const server = Fastify(serverOptions(config))
+  server.register(app, { config })
   closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
     if (err !== undefined) server.log.error({ err }, 'shutting down after an error')
     else server.log.info({ signal }, 'shutting down')

@@ -65,12 +65,12 @@ t.test('D7: an unexpected error is a 500 that says only that, and is logged', as
 
 t.test('R1: invalid plugin options stop the app from starting, naming the setting', async (t) => {
   const app = Fastify()
-  await t.rejects(app.register(serviceApp, { config: { JWT_SECRET: 'short' } }).ready(), /JWT_SECRET must NOT have fewer than 32 characters/)
+  await t.rejects(async () => app.register(serviceApp, { config: { JWT_SECRET: 'short' } }).ready(), /JWT_SECRET must NOT have fewer than 32 characters/)
 })
 
 t.test('R2: with NODE_ENV=production the app refuses to start without users', async (t) => {
   const app = Fastify()
-  await t.rejects(app.register(serviceApp, { config: { ...testConfig, NODE_ENV: 'production' } }).ready(), /USERS_FILE is required/)
+  await t.rejects(async () => app.register(serviceApp, { config: { ...testConfig, NODE_ENV: 'production' } }).ready(), /USERS_FILE is required/)
 })
 
 t.test('R2: the demo users come with a warning in the log', async (t) => {
@@ -105,5 +105,5 @@ t.test('R2: a malformed USERS_FILE stops start-up with a clear message', async (
   const file = join(dir, 'users.json')
   writeFileSync(file, JSON.stringify([{ id: 10, username: 'ada' }]))
   const app = Fastify()
-  await t.rejects(app.register(serviceApp, { config: { ...testConfig, USERS_FILE: file } }).ready(), /USERS_FILE .*users\.json/)
+  await t.rejects(async () => app.register(serviceApp, { config: { ...testConfig, USERS_FILE: file } }).ready(), /USERS_FILE .*users\.json/)
 })

@@ -45,7 +45,9 @@ t.test('R3: the compiled server serves every route over HTTP and stops cleanly o
 
   const login = await post('/auth/login', { username: 'john', password: 'changeme' })
   t.equal(login.status, 200)
-  const { access_token: token } = await login.json()
+  const loginBody: unknown = await login.json()
+  const token = typeof loginBody === 'object' && loginBody !== null && 'access_token' in loginBody ? String(loginBody.access_token) : ''
+  t.match(token, /^[\w-]+\.[\w-]+\.[\w-]+$/)
   const auth = { authorization: `Bearer ${token}` }
 
   const profile = await fetch(`${base}/profile`, { headers: auth })

@@ -6,7 +6,8 @@ import type { ConfigInput } from '../src/config.js'
 
 export const TEST_SECRET = 'test-secret-that-is-at-least-32-characters-long'
 
-export const testConfig: ConfigInput = { JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'silent' }
+// The login rate limit is raised here; test/hardening.test.ts checks it with low values.
+export const testConfig: ConfigInput = { JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'silent', LOGIN_RATE_LIMIT_MAX: 1000 }
 
 /**
  * A fresh app per test, closed on teardown. Wrapped in fp here (tests only)

@@ -1,13 +1,33 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyRequest } from 'fastify'
 import { LoginBody, LoginReply } from '../../src/schemas/auth.js'
 import { ErrorReply } from '../../src/schemas/common.js'
 import { durationToSeconds } from '../../src/config.js'
 import { httpError } from '../../src/errors.js'
 
+/** The username of a login body, for the per-account limit (the body is validated by then). */
+function usernameOf (body: unknown): string {
+  return typeof body === 'object' && body !== null && 'username' in body ? String(body.username) : ''
+}
+
 const auth: FastifyPluginAsyncTypebox = async (fastify) => {
-  const expiresIn = durationToSeconds(fastify.config.JWT_EXPIRES_IN)
+  const { JWT_EXPIRES_IN, LOGIN_RATE_LIMIT_MAX, LOGIN_RATE_LIMIT_WINDOW } = fastify.config
+  const expiresIn = durationToSeconds(JWT_EXPIRES_IN)
+
+  // Brute force: one client may not try many passwords, and many clients may not hammer one account.
+  const limit = { max: LOGIN_RATE_LIMIT_MAX, timeWindow: durationToSeconds(LOGIN_RATE_LIMIT_WINDOW) * 1000 }
+  const perClient = fastify.createRateLimit({ ...limit, keyGenerator: (request) => `client:${request.ip}` })
+  const perAccount = fastify.createRateLimit({ ...limit, keyGenerator: (request) => `account:${usernameOf(request.body)}` })
+  const enforce = (limiter: typeof perClient) => async (request: FastifyRequest): Promise<void> => {
+    const result = await limiter(request)
+    if (result.isAllowed || !result.isExceeded) return
+    const retryAfter = String(result.ttlInSeconds)
+    throw httpError(429, `Too many login attempts; retry in ${retryAfter} seconds`, { headers: { 'retry-after': retryAfter } })
+  }
 
   fastify.post('/login', {
+    onRequest: enforce(perClient),
+    preHandler: enforce(perAccount),
     schema: {
       tags: ['auth'],
       summary: 'Exchange a username and password for an access token',

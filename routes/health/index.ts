@@ -1,0 +1,30 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
+
+const Liveness = Type.Object({ status: Type.Literal('ok') })
+const Readiness = Type.Object({ ready: Type.Boolean(), reason: Type.Optional(Type.String()) })
+
+// Health checks answer even under pressure: they report it instead of being shed.
+const notShed = { pressureHandler: () => undefined }
+
+const health: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.get('', {
+    config: notShed,
+    schema: { tags: ['health'], summary: 'Liveness: the process is up', response: { 200: Liveness } }
+  }, async () => ({ status: 'ok' as const }))
+
+  fastify.get('/ready', {
+    config: notShed,
+    schema: {
+      tags: ['health'],
+      summary: 'Readiness: false while overloaded (while shutting down, every request gets 503)',
+      response: { 200: Readiness, 503: Readiness }
+    }
+  }, async (_request, reply) => {
+    if (!fastify.isUnderPressure()) return { ready: true }
+    reply.code(503)
+    return { ready: false, reason: 'overloaded' }
+  })
+}
+
+export default health
