@@ -25,8 +25,14 @@ export const ConfigSchema = Type.Object({
   LOG_LEVEL: Type.Union(LogLevel.anyOf, { default: 'info' }),
   USERS_FILE: Type.Optional(Type.String({ minLength: 1 })),
   CATS_AUTH: Type.Union([Type.Literal('public'), Type.Literal('required')], { default: 'public' }),
-  CATS_MAX: Type.Integer({ minimum: 1, default: 100_000 }),
-  BODY_LIMIT: Type.Integer({ minimum: 64, maximum: 1_048_576, default: 16_384 }),
+  CATS_MAX: Type.Integer({ minimum: 1, default: 50_000, description: 'Most cats stored; past it POST /cats gets 507' }),
+  WRITE_HEAP_RATIO: Type.Number({
+    exclusiveMinimum: 0,
+    maximum: 1,
+    default: 0.8,
+    description: 'Creates and updates get 507 while the heap is above this share of its limit'
+  }),
+  BODY_LIMIT: Type.Integer({ minimum: 256, maximum: 1_048_576, default: 8192, description: 'Largest request body, and largest stored cat, in bytes' }),
   DOCS_ENABLED: Type.Boolean({ default: true }),
   TRUST_PROXY: Type.String({ default: 'false', description: 'false, true, a hop count, or comma-separated addresses/CIDRs' }),
   CORS_ORIGINS: Type.String({ default: '', description: 'Comma-separated allowed origins; empty turns CORS off' }),

@@ -1,3 +1,4 @@
+import { getHeapStatistics } from 'node:v8'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import {
   CatIdParams, CatReply, CreateCatBody, DeleteReply, StoredCat, StoredCatList, UpdateCatBody
@@ -7,13 +8,22 @@ import { httpError, validationError } from '../../src/errors.js'
 import { findMergeProblems } from '../../src/merge-safety.js'
 
 const cats: FastifyPluginAsyncTypebox = async (fastify) => {
-  const { CATS_AUTH, CATS_MAX } = fastify.config
+  const { CATS_AUTH, CATS_MAX, BODY_LIMIT, WRITE_HEAP_RATIO } = fastify.config
   // D14: public by default; CATS_AUTH=required puts the token guard on every route here.
   const guarded = CATS_AUTH === 'required'
   const guard = guarded ? { onRequest: fastify.authenticate } : {}
   const security = guarded ? { security: BEARER_SECURITY } : {}
   const authErrors = guarded ? { 401: ErrorReply } : {}
   const catId = (params: CatIdParams): number => Number(params.id)
+
+  // A safety net below CATS_MAX: writes stop before the heap runs out, reads and deletes go on.
+  // heapUsed is under-pressure's once-a-second sample, so this costs nothing per request.
+  const heapBudget = getHeapStatistics().heap_size_limit * WRITE_HEAP_RATIO
+  const assertMemoryForWrites = (): void => {
+    if (fastify.memoryUsage().heapUsed > heapBudget) {
+      throw httpError(507, 'The server is low on memory; delete some cats first')
+    }
+  }
 
   fastify.post('', {
     ...guard,
@@ -28,6 +38,7 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
     if (fastify.cats.size >= CATS_MAX) {
       throw httpError(507, `The collection is full (${CATS_MAX} cats); delete some first`)
     }
+    assertMemoryForWrites()
     reply.code(201)
     return fastify.cats.create(request.body)
   })
@@ -61,12 +72,19 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
       ...security,
       params: CatIdParams,
       body: UpdateCatBody,
-      response: { 200: StoredCat, 400: ErrorReply, ...authErrors, 413: ErrorReply, 415: ErrorReply }
+      response: { 200: StoredCat, 400: ErrorReply, ...authErrors, 413: ErrorReply, 415: ErrorReply, 507: ErrorReply }
     }
   }, async (request) => {
     const problems = findMergeProblems(request.body)
     if (problems.length > 0) throw validationError('body', problems)
-    return fastify.cats.update(catId(request.params), request.body)
+    assertMemoryForWrites()
+    const id = catId(request.params)
+    const current = fastify.cats.find(id)
+    // Repeated merges must not grow one record without bound: it stays within BODY_LIMIT.
+    if (current !== undefined && Buffer.byteLength(JSON.stringify({ ...current, ...request.body })) > BODY_LIMIT) {
+      throw httpError(413, `The merged cat would be larger than ${BODY_LIMIT} bytes`)
+    }
+    return fastify.cats.update(id, request.body)
   })
 
   fastify.delete('/:id', {
