@@ -26,7 +26,7 @@ export function httpError (statusCode: number, message: string, extra: Partial<H
 
 /** A 400 in the same shape as a schema validation failure. */
 export function validationError (context: string, errors: FieldError[]): HttpError {
-  const message = errors.map((error) => `${fieldName(context, error)} ${error.message}`).join(', ')
+  const message = toIssues(context, errors).map((issue) => `${issue.field} ${issue.message}`).join(', ')
   return httpError(400, message, { code: 'FST_ERR_VALIDATION', validation: errors, validationContext: context })
 }
 

@@ -15,11 +15,12 @@ export const DEFAULT_SCRYPT_PARAMS: ScryptParams = { ln: 14, r: 8, p: 5 }
 
 const KEY_LENGTH = 32
 const SALT_LENGTH = 16
-// Bounds on what a stored hash may ask for, so a bad users file cannot exhaust memory.
-const MAX_LN = 20
-const MAX_R = 32
+// Bounds on what a stored hash may ask for, so a bad users file cannot exhaust memory:
+// one hash needs 128 * N * r bytes, at most 128 MiB here.
+const MAX_N_TIMES_R = 2 ** 20
 const MAX_P = 16
-const PHC_PATTERN = /^\$scrypt\$ln=([0-9]{1,2}),r=([0-9]{1,2}),p=([0-9]{1,2})\$([A-Za-z0-9+/]{16,})\$([A-Za-z0-9+/]{16,})$/
+// A 32-byte key is 43 base64 characters without padding; other lengths are refused.
+const PHC_PATTERN = /^\$scrypt\$ln=([0-9]{1,2}),r=([0-9]{1,2}),p=([0-9]{1,2})\$([A-Za-z0-9+/]{16,})\$([A-Za-z0-9+/]{43})$/
 
 function derive (password: string, salt: Buffer, keyLength: number, { ln, r, p }: ScryptParams): Promise<Buffer> {
   const N = 2 ** ln
@@ -53,7 +54,7 @@ export function parseHash (encoded: string): ParsedHash | undefined {
   if (match === null) return undefined
   const [, ln, r, p, salt, key] = match
   const params = { ln: Number(ln), r: Number(r), p: Number(p) }
-  const inRange = params.ln >= 1 && params.ln <= MAX_LN && params.r >= 1 && params.r <= MAX_R && params.p >= 1 && params.p <= MAX_P
+  const inRange = params.ln >= 1 && params.r >= 1 && 2 ** params.ln * params.r <= MAX_N_TIMES_R && params.p >= 1 && params.p <= MAX_P
   return inRange ? { params, salt: Buffer.from(salt, 'base64'), key: Buffer.from(key, 'base64') } : undefined
 }
 
@@ -61,6 +62,6 @@ export function parseHash (encoded: string): ParsedHash | undefined {
 export async function verifyPassword (password: string, encoded: string): Promise<boolean> {
   const parsed = parseHash(encoded)
   if (parsed === undefined) return false
-  const key = await derive(password, parsed.salt, parsed.key.length, parsed.params)
+  const key = await derive(password, parsed.salt, KEY_LENGTH, parsed.params)
   return timingSafeEqual(key, parsed.key)
 }

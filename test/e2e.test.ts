@@ -1,7 +1,9 @@
 import t from 'tap'
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
 import { once } from 'node:events'
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { verifyPassword } from '../src/password.js'
 import { TEST_SECRET } from './helper.js'
 
 const serverFile = join(import.meta.dirname, '..', 'dist', 'src', 'server.js')
@@ -95,4 +97,37 @@ t.test('R2: NODE_ENV=production without USERS_FILE exits non-zero with a message
   const [code] = await once(child, 'exit')
   t.equal(code, 1)
   t.match(output, /USERS_FILE is required/)
+})
+
+async function runCli (file: string, args: string[], stdin: string): Promise<{ code: number | null, stdout: string, stderr: string }> {
+  const child = spawn(process.execPath, [join(import.meta.dirname, '..', 'dist', 'src', 'cli', file), ...args], { env: baseEnv })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (chunk) => { stdout += String(chunk) })
+  child.stderr.on('data', (chunk) => { stderr += String(chunk) })
+  child.stdin.end(stdin)
+  const [code] = await once(child, 'exit')
+  return { code, stdout, stderr }
+}
+
+t.test('R2: hash-password reads standard input and prints a hash that verifies', async (t) => {
+  const { code, stdout } = await runCli('hash-password.js', [], 'correct horse\n')
+  t.equal(code, 0)
+  const hash = stdout.trim()
+  t.match(hash, /^\$scrypt\$ln=14,r=8,p=5\$/)
+  t.ok(await verifyPassword('correct horse', hash), 'the trailing newline is not part of the password')
+  t.notOk(await verifyPassword('wrong', hash))
+  const empty = await runCli('hash-password.js', [], '')
+  t.equal(empty.code, 1)
+  t.match(empty.stderr, /Usage/)
+})
+
+t.test('npm run openapi writes the OpenAPI document to a file', async (t) => {
+  const dir = t.testdir()
+  const file = join(dir, 'openapi.json')
+  const { code } = await runCli('openapi.js', [file], '')
+  t.equal(code, 0)
+  const doc = JSON.parse(readFileSync(file, 'utf8'))
+  t.equal(doc.openapi, '3.1.0')
+  t.ok(doc.paths['/cats/{id}'])
 })

@@ -1,0 +1,207 @@
+import t from 'tap'
+import { ConfigSchema, durationToSeconds, loadConfig, parseTrustProxy } from '../src/config.js'
+
+const SECRET = 'a-test-secret-that-is-32-chars-!'
+
+/** Calls loadConfig and returns the message it throws, failing when it does not throw. */
+function configError (source: Record<string, unknown>): string {
+  try {
+    loadConfig(source)
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error)
+  }
+  throw new Error(`loadConfig accepted ${JSON.stringify(source)}`)
+}
+
+t.test('the test secret is exactly 32 characters', async (t) => {
+  t.equal(SECRET.length, 32)
+})
+
+t.test('R1: loadConfig fills in the documented defaults', async (t) => {
+  const config = loadConfig({ JWT_SECRET: SECRET })
+  t.equal(config.JWT_SECRET, SECRET)
+  t.equal(config.JWT_EXPIRES_IN, '60m')
+  t.equal(config.PORT, 3000)
+  t.equal(config.HOST, '127.0.0.1')
+  t.equal(config.LOG_LEVEL, 'info')
+  t.equal(config.CATS_AUTH, 'public', 'D14: /cats is public by default')
+  t.equal(config.NODE_ENV, 'development')
+  t.equal(config.TRUST_PROXY, 'false')
+  t.equal(config.DOCS_ENABLED, true)
+})
+
+t.test('every setting with a default in the schema gets it', async (t) => {
+  const values: Record<string, unknown> = loadConfig({ JWT_SECRET: SECRET })
+  const defaulted: string[] = []
+  for (const [name, schema] of Object.entries(ConfigSchema.properties)) {
+    if (!('default' in schema)) continue
+    defaulted.push(name)
+    t.strictSame(values[name], schema.default, name)
+  }
+  t.ok(defaulted.length >= 10, `${defaulted.length} settings have defaults`)
+  t.strictSame(Object.keys(values).sort(), ['JWT_SECRET', ...defaulted].sort(), 'nothing else is added')
+})
+
+t.test('R1: optional settings without defaults stay absent', async (t) => {
+  const config = loadConfig({ JWT_SECRET: SECRET })
+  t.notOk('USERS_FILE' in config)
+  t.notOk('JWT_ISSUER' in config)
+  t.notOk('JWT_AUDIENCE' in config)
+})
+
+t.test('R1: values from environment strings are coerced to their types', async (t) => {
+  const config = loadConfig({
+    JWT_SECRET: SECRET,
+    PORT: '8080',
+    DOCS_ENABLED: 'false',
+    CATS_MAX: '5',
+    HASH_QUEUE_MAX: '0',
+    CATS_AUTH: 'required',
+    LOG_LEVEL: 'silent',
+    JWT_EXPIRES_IN: '7d',
+    HOST: '0.0.0.0',
+    USERS_FILE: '/etc/users.json',
+    JWT_ISSUER: 'issuer',
+    JWT_AUDIENCE: 'audience',
+    NODE_ENV: 'production'
+  })
+  t.equal(config.PORT, 8080)
+  t.equal(config.DOCS_ENABLED, false)
+  t.equal(config.CATS_MAX, 5)
+  t.equal(config.HASH_QUEUE_MAX, 0)
+  t.equal(config.CATS_AUTH, 'required')
+  t.equal(config.LOG_LEVEL, 'silent')
+  t.equal(config.JWT_EXPIRES_IN, '7d')
+  t.equal(config.HOST, '0.0.0.0')
+  t.equal(config.USERS_FILE, '/etc/users.json')
+  t.equal(config.JWT_ISSUER, 'issuer')
+  t.equal(config.JWT_AUDIENCE, 'audience')
+  t.equal(config.NODE_ENV, 'production')
+  t.equal(loadConfig({ JWT_SECRET: SECRET, DOCS_ENABLED: 'true' }).DOCS_ENABLED, true)
+})
+
+t.test('R4: plugin options may give typed values instead of strings', async (t) => {
+  const config = loadConfig({ JWT_SECRET: SECRET, PORT: 0, DOCS_ENABLED: false, CATS_AUTH: 'required' })
+  t.equal(config.PORT, 0)
+  t.equal(config.DOCS_ENABLED, false)
+  t.equal(config.CATS_AUTH, 'required')
+})
+
+t.test('R1: loadConfig reads only what it is given, never process.env', async (t) => {
+  const saved = process.env.PORT
+  process.env.PORT = '1234'
+  t.teardown(() => {
+    if (saved === undefined) delete process.env.PORT
+    else process.env.PORT = saved
+  })
+  t.equal(loadConfig({ JWT_SECRET: SECRET }).PORT, 3000)
+})
+
+t.test('loadConfig does not change the object it is given', async (t) => {
+  const source = { JWT_SECRET: SECRET, PORT: '8080', SOMETHING_ELSE: 'kept' }
+  loadConfig(source)
+  t.strictSame(source, { JWT_SECRET: SECRET, PORT: '8080', SOMETHING_ELSE: 'kept' })
+})
+
+t.test('R1: a missing JWT_SECRET throws, naming it', async (t) => {
+  t.match(configError({}), /JWT_SECRET/)
+  t.match(configError({ PORT: '3000' }), /JWT_SECRET/)
+})
+
+t.test('R1: a JWT_SECRET shorter than 32 characters throws, naming it and the length', async (t) => {
+  const message = configError({ JWT_SECRET: SECRET.slice(1) })
+  t.match(message, /JWT_SECRET/)
+  t.match(message, /32/)
+  t.match(configError({ JWT_SECRET: '' }), /JWT_SECRET/)
+})
+
+t.test('R1: a bad PORT throws, naming it', async (t) => {
+  for (const port of ['abc', '80.5', '-1', '65536', '', 'true']) {
+    t.match(configError({ JWT_SECRET: SECRET, PORT: port }), /PORT/, `PORT=${JSON.stringify(port)}`)
+  }
+  t.equal(loadConfig({ JWT_SECRET: SECRET, PORT: '65535' }).PORT, 65535, 'the top of the range is accepted')
+})
+
+t.test('R1: a bad JWT_EXPIRES_IN throws, naming it', async (t) => {
+  for (const duration of ['60', '60x', '1w', '0m', '-5m', '1.5h', '60 m', '', '1234567890s']) {
+    t.match(configError({ JWT_SECRET: SECRET, JWT_EXPIRES_IN: duration }), /JWT_EXPIRES_IN/, `JWT_EXPIRES_IN=${JSON.stringify(duration)}`)
+  }
+})
+
+t.test('R1: other bad values throw, naming the variable', async (t) => {
+  const cases: Record<string, string> = {
+    LOG_LEVEL: 'loud',
+    CATS_AUTH: 'yes',
+    DOCS_ENABLED: 'maybe',
+    HOST: '',
+    BODY_LIMIT: '10',
+    HASH_CONCURRENCY: '0',
+    LOGIN_RATE_LIMIT_WINDOW: 'soon',
+    USERS_FILE: ''
+  }
+  for (const [name, value] of Object.entries(cases)) {
+    t.match(configError({ JWT_SECRET: SECRET, [name]: value }), new RegExp(name), `${name}=${JSON.stringify(value)}`)
+  }
+})
+
+t.test('R1: several bad values are reported at once', async (t) => {
+  const message = configError({ JWT_SECRET: 'short', PORT: 'abc', JWT_EXPIRES_IN: 'forever', CATS_AUTH: 'sometimes' })
+  for (const name of ['JWT_SECRET', 'PORT', 'JWT_EXPIRES_IN', 'CATS_AUTH']) t.match(message, new RegExp(name), name)
+  t.match(configError({ PORT: 'abc' }), /JWT_SECRET[^]*PORT|PORT[^]*JWT_SECRET/, 'a missing variable and a bad one together')
+})
+
+t.test('R1: a bad choice says which values are expected', async (t) => {
+  t.match(configError({ JWT_SECRET: SECRET, LOG_LEVEL: 'loud' }), /info/, 'LOG_LEVEL lists its levels')
+  t.match(configError({ JWT_SECRET: SECRET, CATS_AUTH: 'yes' }), /required/, 'CATS_AUTH lists public and required')
+})
+
+t.test('durationToSeconds converts s, m, h and d', async (t) => {
+  t.equal(durationToSeconds('1s'), 1)
+  t.equal(durationToSeconds('45s'), 45)
+  t.equal(durationToSeconds('60m'), 3600)
+  t.equal(durationToSeconds('1m'), 60)
+  t.equal(durationToSeconds('2h'), 7200)
+  t.equal(durationToSeconds('7d'), 604_800)
+  t.equal(durationToSeconds('999999999s'), 999_999_999, 'nine digits')
+})
+
+t.test('durationToSeconds accepts exactly what the config schema accepts', async (t) => {
+  for (const duration of ['60m', '1s', '30d']) {
+    t.equal(loadConfig({ JWT_SECRET: SECRET, JWT_EXPIRES_IN: duration }).JWT_EXPIRES_IN, duration)
+    t.doesNotThrow(() => durationToSeconds(duration))
+  }
+})
+
+t.test('durationToSeconds throws for a bad value, quoting it', async (t) => {
+  for (const duration of ['', '60', 'm', '0m', '060m', '-1m', '1.5h', '1w', '1M', ' 1m', '1m ', '1 m', '1234567890s', '1mm']) {
+    t.throws(() => durationToSeconds(duration), {
+      message: `Invalid duration "${duration}": expected a whole number followed by s, m, h or d`
+    }, JSON.stringify(duration))
+  }
+})
+
+t.test('parseTrustProxy: "true" and "false" become booleans', async (t) => {
+  t.equal(parseTrustProxy('true'), true)
+  t.equal(parseTrustProxy('false'), false)
+})
+
+t.test('parseTrustProxy: a hop count becomes a function trusting fewer hops', async (t) => {
+  const trust = parseTrustProxy('2')
+  if (typeof trust !== 'function') throw new Error(`expected a function, got ${JSON.stringify(trust)}`)
+  t.equal(trust('10.0.0.1', 0), true)
+  t.equal(trust('10.0.0.1', 1), true)
+  t.equal(trust('10.0.0.1', 2), false)
+  t.equal(trust('10.0.0.1', 3), false)
+
+  const none = parseTrustProxy('0')
+  if (typeof none !== 'function') throw new Error('expected a function for 0')
+  t.equal(none('10.0.0.1', 0), false, '0 hops trusts nobody')
+})
+
+t.test('parseTrustProxy: addresses and CIDRs are passed on as the string', async (t) => {
+  t.equal(parseTrustProxy('127.0.0.1,10.0.0.0/8'), '127.0.0.1,10.0.0.0/8')
+  t.equal(parseTrustProxy('loopback'), 'loopback')
+  t.equal(parseTrustProxy('::1'), '::1')
+  t.equal(parseTrustProxy('TRUE'), 'TRUE', 'only the exact words are booleans')
+  t.equal(parseTrustProxy('1.5'), '1.5', 'not a hop count')
+})
