@@ -5,7 +5,7 @@ import { ErrorReply } from '../../src/schemas/common.js'
 import { durationToSeconds } from '../../src/config.js'
 import { httpError } from '../../src/errors.js'
 
-/** The username of a login body, for the per-account limit (the body is validated by then). */
+/** The username of a login body, for the per-account limit (it runs before validation). */
 function usernameOf (body: unknown): string {
   return typeof body === 'object' && body !== null && 'username' in body ? String(body.username) : ''
 }
@@ -27,12 +27,12 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.post('/login', {
     onRequest: enforce(perClient),
-    preHandler: enforce(perAccount),
+    preValidation: enforce(perAccount),
     schema: {
       tags: ['auth'],
       summary: 'Exchange a username and password for an access token',
       body: LoginBody,
-      response: { 200: LoginReply, 400: ErrorReply, 401: ErrorReply, 415: ErrorReply, 429: ErrorReply, 503: ErrorReply }
+      response: { 200: LoginReply, 400: ErrorReply, 401: ErrorReply, 413: ErrorReply, 415: ErrorReply, 429: ErrorReply, 503: ErrorReply }
     }
   }, async (request) => {
     const { username, password } = request.body
