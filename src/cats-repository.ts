@@ -1,4 +1,5 @@
 import type { CreateCatBody, StoredCat, UpdateCatBody } from './schemas/cats.js'
+import { assignFields, catTooLarge, collectionFull, jsonBytes, mergeCat, NO_LIMITS, type CatsStore, type StoreLimits } from './cats-store.js'
 
 /** The cats that share one id, earliest created first. Only the head is ever removed. */
 class IdQueue {
@@ -31,13 +32,23 @@ class IdQueue {
  * In-memory cats with the specified semantics: a new cat's id is the number of
  * stored cats plus one, so ids repeat after deletes; single-record operations
  * act on the earliest created cat with that id. Every operation but list is O(1).
+ * Methods are synchronous; callers may await them like any CatsStore.
  */
-export class CatsRepository {
+export class CatsRepository implements CatsStore {
   readonly #inCreationOrder = new Set<StoredCat>()
   readonly #byId = new Map<number, IdQueue>()
+  readonly #limits: StoreLimits
+
+  constructor (limits: StoreLimits = NO_LIMITS) {
+    this.#limits = limits
+  }
 
   get size (): number {
     return this.#inCreationOrder.size
+  }
+
+  count (): number {
+    return this.size
   }
 
   list (): StoredCat[] {
@@ -49,6 +60,7 @@ export class CatsRepository {
   }
 
   create (fields: CreateCatBody): StoredCat {
+    if (this.size >= this.#limits.maxCats) throw collectionFull(this.#limits.maxCats)
     const cat: StoredCat = { id: this.size + 1, name: fields.name, age: fields.age, breed: fields.breed }
     this.#inCreationOrder.add(cat)
     let queue = this.#byId.get(cat.id)
@@ -64,11 +76,12 @@ export class CatsRepository {
   update (id: number, fields: UpdateCatBody): StoredCat | undefined {
     const cat = this.find(id)
     if (cat === undefined) return undefined
-    for (const [key, value] of Object.entries(fields)) {
-      // defineProperty: a key such as __proto__ becomes plain data, never a prototype change
-      if (key !== 'id') Object.defineProperty(cat, key, { value, enumerable: true, writable: true, configurable: true })
+    const { maxCatBytes } = this.#limits
+    if (maxCatBytes !== Number.POSITIVE_INFINITY && jsonBytes(mergeCat(cat, fields)) > maxCatBytes) {
+      throw catTooLarge(maxCatBytes)
     }
-    return cat
+    // In place: the list order and the id index refer to this object.
+    return assignFields(cat, fields)
   }
 
   /** Removes the earliest created cat with this id, if any. */
@@ -79,5 +92,14 @@ export class CatsRepository {
     queue.shift()
     if (queue.size === 0) this.#byId.delete(id)
     this.#inCreationOrder.delete(cat)
+  }
+
+  isReady (): boolean {
+    return true
+  }
+
+  close (): void {
+    this.#inCreationOrder.clear()
+    this.#byId.clear()
   }
 }

@@ -25,6 +25,11 @@ export const ConfigSchema = Type.Object({
   LOG_LEVEL: OneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
   USERS_FILE: Type.Optional(Type.String({ minLength: 1 })),
   CATS_AUTH: OneOf(['public', 'required'], 'public'),
+  DATABASE_URL: Type.Optional(Type.String({
+    pattern: '^(postgres|postgresql|pglite)://.+',
+    description: 'Unset: cats in memory; postgres://… a PostgreSQL server; pglite://<dir> or pglite://memory embedded PostgreSQL'
+  })),
+  REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://.+', description: 'Shares the login rate limit between instances' })),
   CATS_MAX: Type.Integer({ minimum: 1, default: 50_000, description: 'Most cats stored; past it POST /cats gets 507' }),
   WRITE_HEAP_RATIO: Type.Number({
     exclusiveMinimum: 0,
@@ -60,6 +65,13 @@ export type ConfigInput = Partial<Record<keyof Config, string | number | boolean
  */
 export function loadConfig (source: Record<string, unknown>): Config {
   return envSchema<Config>({ schema: ConfigSchema, data: { ...source }, env: false })
+}
+
+const DatabaseSchema = Type.Pick(ConfigSchema, ['DATABASE_URL'])
+
+/** Only the database setting, for tools that need nothing else (npm run migrate). */
+export function loadDatabaseConfig (source: Record<string, unknown>): Static<typeof DatabaseSchema> {
+  return envSchema<Static<typeof DatabaseSchema>>({ schema: DatabaseSchema, data: { ...source }, env: false })
 }
 
 const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 }

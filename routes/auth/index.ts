@@ -19,7 +19,9 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
   const perClient = fastify.createRateLimit({ ...limit, keyGenerator: (request) => `client:${request.ip}` })
   const perAccount = fastify.createRateLimit({ ...limit, keyGenerator: (request) => `account:${usernameOf(request.body)}` })
   const enforce = (limiter: typeof perClient) => async (request: FastifyRequest): Promise<void> => {
-    const result = await limiter(request)
+    const result = await limiter(request).catch((error: unknown) => {
+      throw httpError(503, 'Login is unavailable: the rate limit store cannot be reached', { headers: { 'retry-after': '5' }, cause: error })
+    })
     if (result.isAllowed || !result.isExceeded) return
     const retryAfter = String(result.ttlInSeconds)
     throw httpError(429, `Too many login attempts; retry in ${retryAfter} seconds`, { headers: { 'retry-after': retryAfter } })

@@ -17,13 +17,14 @@ const health: FastifyPluginAsyncTypebox = async (fastify) => {
     config: notShed,
     schema: {
       tags: ['health'],
-      summary: 'Readiness: false while overloaded (while shutting down, every request gets 503)',
+      summary: 'Readiness: false while overloaded or the database is unreachable (while shutting down, every request gets 503)',
       response: { 200: Readiness, 503: Readiness }
     }
   }, async (_request, reply) => {
-    if (!fastify.isUnderPressure()) return { ready: true }
+    const reason = fastify.isUnderPressure() ? 'overloaded' : await fastify.cats.isReady() ? undefined : 'database unavailable'
+    if (reason === undefined) return { ready: true }
     reply.code(503)
-    return { ready: false, reason: 'overloaded' }
+    return { ready: false, reason }
   })
 }
 

@@ -1,0 +1,56 @@
+import type { CreateCatBody, StoredCat, UpdateCatBody } from './schemas/cats.js'
+import { httpError, type HttpError } from './errors.js'
+
+export type MaybePromise<T> = T | Promise<T>
+
+/** Limits every store enforces the same way. */
+export interface StoreLimits {
+  /** Most cats stored; a create past it fails with 507. */
+  maxCats: number
+  /** Largest stored cat, as JSON bytes; a merge past it fails with 413. */
+  maxCatBytes: number
+}
+
+export const NO_LIMITS: StoreLimits = { maxCats: Number.POSITIVE_INFINITY, maxCatBytes: Number.POSITIVE_INFINITY }
+
+/**
+ * The contract the routes use, whatever keeps the cats (memory, PostgreSQL, PGlite).
+ * Semantics (DECISIONS D9, D11–D13): a new cat's id is the number of stored cats
+ * plus one; find, update and remove act on the earliest created cat with an id;
+ * list is in creation order; update shallow-merges every field but `id`.
+ */
+export interface CatsStore {
+  count: () => MaybePromise<number>
+  list: () => MaybePromise<StoredCat[]>
+  find: (id: number) => MaybePromise<StoredCat | undefined>
+  /** Throws a 507 error when the store holds `maxCats` already. */
+  create: (fields: CreateCatBody) => MaybePromise<StoredCat>
+  /** Undefined when no cat has this id; throws a 413 error when the merged cat would exceed `maxCatBytes`. */
+  update: (id: number, fields: UpdateCatBody) => MaybePromise<StoredCat | undefined>
+  remove: (id: number) => MaybePromise<void>
+  /** Whether the store can serve requests now (for readiness checks). */
+  isReady: () => MaybePromise<boolean>
+  close: () => MaybePromise<void>
+}
+
+export function collectionFull (maxCats: number): HttpError {
+  return httpError(507, `The collection is full (${maxCats} cats); delete some first`)
+}
+
+export function catTooLarge (maxCatBytes: number): HttpError {
+  return httpError(413, `The merged cat would be larger than ${maxCatBytes} bytes`)
+}
+
+/** Shallow-merges `fields` into `cat` in place; `id` never changes. */
+export function assignFields (cat: StoredCat, fields: UpdateCatBody): StoredCat {
+  for (const [key, value] of Object.entries(fields)) {
+    // defineProperty: a key such as __proto__ becomes plain data, never a prototype change
+    if (key !== 'id') Object.defineProperty(cat, key, { value, enumerable: true, writable: true, configurable: true })
+  }
+  return cat
+}
+
+/** A merged copy of the cat; the original is untouched. */
+export const mergeCat = (cat: StoredCat, fields: UpdateCatBody): StoredCat => assignFields({ ...cat }, fields)
+
+export const jsonBytes = (cat: StoredCat): number => Buffer.byteLength(JSON.stringify(cat))
