@@ -1,5 +1,5 @@
 import type { CreateCatBody, StoredCat, UpdateCatBody } from './schemas/cats.js'
-import { assignFields, catTooLarge, collectionFull, jsonBytes, mergeCat, NO_LIMITS, type CatsStore, type StoreLimits } from './cats-store.js'
+import { assignFields, catTooLarge, collectionFull, mergeCat, NO_LIMITS, type CatsStore, type StoreLimits } from './cats-store.js'
 
 /** The cats that share one id, earliest created first. Only the head is ever removed. */
 class IdQueue {
@@ -35,7 +35,8 @@ class IdQueue {
  * Methods are synchronous; callers may await them like any CatsStore.
  */
 export class CatsRepository implements CatsStore {
-  readonly #inCreationOrder = new Set<StoredCat>()
+  /** Every cat in creation order, with its JSON text: reads send that text without serializing again. */
+  readonly #inCreationOrder = new Map<StoredCat, string>()
   readonly #byId = new Map<number, IdQueue>()
   readonly #limits: StoreLimits
 
@@ -52,17 +53,26 @@ export class CatsRepository implements CatsStore {
   }
 
   list (): StoredCat[] {
-    return Array.from(this.#inCreationOrder)
+    return Array.from(this.#inCreationOrder.keys())
+  }
+
+  listJson (): string {
+    return `[${Array.from(this.#inCreationOrder.values()).join(',')}]`
   }
 
   find (id: number): StoredCat | undefined {
     return this.#byId.get(id)?.first
   }
 
+  findJson (id: number): string | undefined {
+    const cat = this.find(id)
+    return cat === undefined ? undefined : this.#inCreationOrder.get(cat)
+  }
+
   create (fields: CreateCatBody): StoredCat {
     if (this.size >= this.#limits.maxCats) throw collectionFull(this.#limits.maxCats)
     const cat: StoredCat = { id: this.size + 1, name: fields.name, age: fields.age, breed: fields.breed }
-    this.#inCreationOrder.add(cat)
+    this.#inCreationOrder.set(cat, JSON.stringify(cat))
     let queue = this.#byId.get(cat.id)
     if (queue === undefined) {
       queue = new IdQueue()
@@ -76,12 +86,11 @@ export class CatsRepository implements CatsStore {
   update (id: number, fields: UpdateCatBody): StoredCat | undefined {
     const cat = this.find(id)
     if (cat === undefined) return undefined
-    const { maxCatBytes } = this.#limits
-    if (maxCatBytes !== Number.POSITIVE_INFINITY && jsonBytes(mergeCat(cat, fields)) > maxCatBytes) {
-      throw catTooLarge(maxCatBytes)
-    }
+    const json = JSON.stringify(mergeCat(cat, fields))
+    if (Buffer.byteLength(json) > this.#limits.maxCatBytes) throw catTooLarge(this.#limits.maxCatBytes)
     // In place: the list order and the id index refer to this object.
-    return assignFields(cat, fields)
+    this.#inCreationOrder.set(assignFields(cat, fields), json)
+    return cat
   }
 
   /** Removes the earliest created cat with this id, if any. */

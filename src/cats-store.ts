@@ -22,7 +22,11 @@ export const NO_LIMITS: StoreLimits = { maxCats: Number.POSITIVE_INFINITY, maxCa
 export interface CatsStore {
   count: () => MaybePromise<number>
   list: () => MaybePromise<StoredCat[]>
+  /** The same list as JSON text, as stored: the read routes send it without serializing. */
+  listJson: () => MaybePromise<string>
   find: (id: number) => MaybePromise<StoredCat | undefined>
+  /** The same cat as JSON text, as stored. */
+  findJson: (id: number) => MaybePromise<string | undefined>
   /** Throws a 507 error when the store holds `maxCats` already. */
   create: (fields: CreateCatBody) => MaybePromise<StoredCat>
   /** Undefined when no cat has this id; throws a 413 error when the merged cat would exceed `maxCatBytes`. */

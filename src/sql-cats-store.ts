@@ -64,6 +64,21 @@ export class SqlCatsStore implements CatsStore {
     return this.#guard(async () => (await this.#client.query<DataRow>('SELECT data FROM cats ORDER BY seq')).map((row) => row.data))
   }
 
+  async listJson (): Promise<string> {
+    return this.#guard(async () => {
+      // data::text is the JSON exactly as written, so no parse and re-serialize.
+      const [row] = await this.#client.query<{ items: string }>("SELECT coalesce(string_agg(data::text, ',' ORDER BY seq), '') AS items FROM cats")
+      return `[${row.items}]`
+    })
+  }
+
+  async findJson (id: number): Promise<string | undefined> {
+    return this.#guard(async () => {
+      const [row] = await this.#client.query<{ json: string }>('SELECT data::text AS json FROM cats WHERE id = $1 ORDER BY seq LIMIT 1', [id])
+      return row?.json
+    })
+  }
+
   async find (id: number): Promise<StoredCat | undefined> {
     return this.#guard(async () => (await this.#client.query<DataRow>(EARLIEST_WITH_ID, [id]))[0]?.data)
   }

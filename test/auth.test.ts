@@ -18,6 +18,7 @@ t.test('SPEC 4.1, D1: valid credentials get 200 with a bearer token', async (t) 
   t.equal(body.token_type, 'Bearer')
   t.equal(body.expires_in, 3600)
   t.match(body.access_token, /^[\w-]+\.[\w-]+\.[\w-]+$/)
+  t.equal(res.headers['cache-control'], 'no-store', 'RFC 6749: the token response is not cached')
 })
 
 t.test('D4: the token is HS256 with sub, username, iat and exp = iat + 60m', async (t) => {

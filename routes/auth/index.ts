@@ -36,11 +36,13 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
       body: LoginBody,
       response: { 200: LoginReply, 400: ErrorReply, 401: ErrorReply, 413: ErrorReply, 415: ErrorReply, 429: ErrorReply, 503: ErrorReply }
     }
-  }, async (request) => {
+  }, async (request, reply) => {
     const { username, password } = request.body
     const user = await fastify.users.verifyCredentials(username, password)
     if (user === undefined) throw httpError(401, 'Invalid username or password')
     const accessToken = fastify.jwt.sign({ sub: user.id, username: user.username })
+    // RFC 6749 §5.1: token responses must not be cached.
+    reply.header('cache-control', 'no-store')
     return { access_token: accessToken, token_type: 'Bearer' as const, expires_in: expiresIn }
   })
 }

@@ -1,7 +1,7 @@
 import { getHeapStatistics } from 'node:v8'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import {
-  CatIdParams, CatReply, CreateCatBody, DeleteReply, StoredCat, StoredCatList, UpdateCatBody
+  CatIdParams, CatReply, CreateCatBody, DeleteReply, JSON_CONTENT_TYPE, JsonText, StoredCat, StoredCatList, UpdateCatBody
 } from '../../src/schemas/cats.js'
 import { BEARER_SECURITY, ErrorReply } from '../../src/schemas/common.js'
 import { httpError, validationError } from '../../src/errors.js'
@@ -47,9 +47,13 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
       tags: ['cats'],
       summary: 'List all cats in creation order',
       ...security,
-      response: { 200: StoredCatList, ...authErrors, 503: ErrorReply }
+      response: { 200: JsonText(StoredCatList), ...authErrors, 503: ErrorReply }
     }
-  }, async () => fastify.cats.list())
+  }, async (_request, reply) => {
+    const json = await fastify.cats.listJson()
+    reply.type(JSON_CONTENT_TYPE)
+    return json
+  })
 
   fastify.get('/:id', {
     ...guard,
@@ -58,9 +62,14 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'Read one cat (an empty 200 when no cat has this id)',
       ...security,
       params: CatIdParams,
-      response: { 200: StoredCat, 400: ErrorReply, ...authErrors, 503: ErrorReply }
+      response: { 200: JsonText(StoredCat), 400: ErrorReply, ...authErrors, 503: ErrorReply }
     }
-  }, async (request) => fastify.cats.find(catId(request.params)))
+  }, async (request, reply) => {
+    const json = await fastify.cats.findJson(catId(request.params))
+    if (json === undefined) return
+    reply.type(JSON_CONTENT_TYPE)
+    return json
+  })
 
   fastify.put('/:id', {
     ...guard,

@@ -1,4 +1,4 @@
-import { Type, type Static } from '@sinclair/typebox'
+import { Type, type Static, type TSchema } from '@sinclair/typebox'
 
 const catFields = {
   name: Type.String({ examples: ['Tom'] }),
@@ -39,3 +39,11 @@ export type CatIdParams = Static<typeof CatIdParams>
 
 export const DeleteReply = Type.Object({ deleted: Type.Literal(true) })
 export type DeleteReply = Static<typeof DeleteReply>
+
+/**
+ * A response whose handler returns JSON text already serialized (the stores keep
+ * each cat's JSON). The schema still documents the shape; Fastify sends a string
+ * with a JSON content type as it is.
+ */
+export const JsonText = <T extends TSchema>(schema: T) => Type.Unsafe<string>(schema)
+export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8'
