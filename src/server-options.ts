@@ -29,6 +29,8 @@ export function serverOptions (config: Config): FastifyHttpOptions<Server> {
     genReqId: requestId,
     trustProxy: parseTrustProxy(config.TRUST_PROXY),
     bodyLimit: config.BODY_LIMIT,
+    // Opening an embedded PGlite database can take several seconds on a busy host.
+    pluginTimeout: 60_000,
     connectionTimeout: config.CONNECTION_TIMEOUT_MS,
     requestTimeout: config.REQUEST_TIMEOUT_MS,
     keepAliveTimeout: config.KEEP_ALIVE_TIMEOUT_MS,

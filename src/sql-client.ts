@@ -1,5 +1,6 @@
-import pg from 'pg'
-import { PGlite } from '@electric-sql/pglite'
+import type { PGlite } from '@electric-sql/pglite'
+
+// The drivers are imported when a DATABASE_URL asks for them, so the in-memory default starts without loading them.
 
 export interface SqlExecutor {
   query: <Row extends Record<string, unknown>>(text: string, params?: unknown[]) => Promise<Row[]>
@@ -12,7 +13,8 @@ export interface SqlClient extends SqlExecutor {
 }
 
 /** PostgreSQL through a node-postgres pool. */
-export function postgresClient (connectionString: string): SqlClient {
+export async function postgresClient (connectionString: string): Promise<SqlClient> {
+  const { default: pg } = await import('pg')
   const pool = new pg.Pool({
     connectionString,
     max: 10,
@@ -23,6 +25,8 @@ export function postgresClient (connectionString: string): SqlClient {
   })
   // A pooled connection that breaks while idle must not crash the process; the next query reconnects.
   pool.on('error', () => {})
+  // A client checked out for a transaction has no pool 'error' listener: a connection lost mid-transaction must not crash the process.
+  pool.on('connect', (client) => client.on('error', () => {}))
   return {
     query: async (text, params) => (await pool.query(text, params)).rows,
     transaction: async (work) => {
@@ -46,6 +50,7 @@ export function postgresClient (connectionString: string): SqlClient {
 
 /** Embedded PostgreSQL (WASM): `pglite://memory`, or `pglite://<directory>` to keep the data on disk. */
 export async function pgliteClient (location: string): Promise<SqlClient> {
+  const { PGlite } = await import('@electric-sql/pglite')
   const db = location === 'memory' ? new PGlite() : new PGlite(location)
   await db.waitReady
   const executor = (target: Pick<PGlite, 'query'>): SqlExecutor => ({

@@ -8,6 +8,9 @@ function createAjv (coerceTypes: Options['coerceTypes']): Ajv {
     removeAdditional: true,
     useDefaults: true,
     addUsedSchema: false,
+    // The schemas are built with TypeBox in this codebase; checking them against the
+    // JSON Schema meta-schema would compile that meta-schema at every start.
+    validateSchema: false,
     coerceTypes
   })
   addFormats.default(ajv)

@@ -14,7 +14,7 @@ export const testConfig: ConfigInput = { JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'si
  * so that decorators such as app.cats and app.jwt are reachable.
  */
 export async function build (t: Test, config: Partial<ConfigInput> = {}, options: Omit<AppOptions, 'config'> = {}): Promise<FastifyInstance> {
-  const app = Fastify({ logger: false })
+  const app = Fastify({ logger: false, pluginTimeout: 120_000 })
   await app.register(fp(serviceApp), { config: { ...testConfig, ...config }, ...options })
   await app.ready()
   t.teardown(() => app.close())
