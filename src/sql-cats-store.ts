@@ -43,6 +43,18 @@ interface LockedRow extends DataRow {
 
 const EARLIEST_WITH_ID = 'SELECT seq, data FROM cats WHERE id = $1 ORDER BY seq LIMIT 1'
 
+const CREATE = `
+WITH next AS (UPDATE cats_count SET count = count + 1 WHERE count < $1 RETURNING count)
+INSERT INTO cats (id, data)
+SELECT count, ('{"id":' || count || ',' || substr($2::text, 2))::json FROM next
+RETURNING data`
+
+const REMOVE = `
+WITH gone AS (
+  DELETE FROM cats WHERE seq = (SELECT seq FROM cats WHERE id = $1 ORDER BY seq LIMIT 1 FOR UPDATE) RETURNING seq
+)
+UPDATE cats_count SET count = count - (SELECT count(*) FROM gone)`
+
 /** Cats in PostgreSQL (node-postgres or PGlite), with the same semantics as the in-memory store. */
 export class SqlCatsStore implements CatsStore {
   readonly #client: SqlClient
@@ -85,17 +97,14 @@ export class SqlCatsStore implements CatsStore {
 
   async create (fields: CreateCatBody): Promise<StoredCat> {
     const { maxCats } = this.#limits
-    return this.#guard(() => this.#client.transaction(async (tx) => {
-      // The row lock on cats_count serializes creates: the count cannot change until commit.
-      const [row] = await tx.query<{ count: string }>(
-        'UPDATE cats_count SET count = count + 1 WHERE count < $1 RETURNING count',
-        [Math.min(maxCats, Number.MAX_SAFE_INTEGER)]
-      )
+    const { name, age, breed } = fields
+    return this.#guard(async () => {
+      // One statement: the cats_count row lock serializes creates across instances but is held only
+      // inside PostgreSQL. The JSON is built as JSON.stringify({ id, name, age, breed }) would write it.
+      const [row] = await this.#client.query<DataRow>(CREATE, [Math.min(maxCats, Number.MAX_SAFE_INTEGER), JSON.stringify({ name, age, breed })])
       if (row === undefined) throw collectionFull(maxCats)
-      const cat: StoredCat = { id: Number(row.count), name: fields.name, age: fields.age, breed: fields.breed }
-      await tx.query('INSERT INTO cats (id, data) VALUES ($1, $2::json)', [cat.id, JSON.stringify(cat)])
-      return cat
-    }))
+      return row.data
+    })
   }
 
   async update (id: number, fields: UpdateCatBody): Promise<StoredCat | undefined> {
@@ -112,10 +121,7 @@ export class SqlCatsStore implements CatsStore {
   }
 
   async remove (id: number): Promise<void> {
-    await this.#guard(() => this.#client.transaction(async (tx) => {
-      const deleted = await tx.query(`DELETE FROM cats WHERE seq = (${EARLIEST_WITH_ID.replace('seq, data', 'seq')} FOR UPDATE) RETURNING seq`, [id])
-      if (deleted.length > 0) await tx.query('UPDATE cats_count SET count = count - 1')
-    }))
+    await this.#guard(() => this.#client.query(REMOVE, [id]))
   }
 
   async isReady (): Promise<boolean> {
