@@ -2,10 +2,9 @@ import t from 'tap'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Writable } from 'node:stream'
 import Fastify from 'fastify'
 import serviceApp from '../src/app.js'
-import { build, bearer, tokenFor, testConfig } from './helper.js'
+import { build, bearer, logCapture, tokenFor, testConfig } from './helper.js'
 
 t.test('D15: an unknown route gets 404 in the error shape', async (t) => {
   const app = await build(t)
@@ -42,13 +41,7 @@ t.test('D15: a non-JSON body on a JSON route gets 415', async (t) => {
 })
 
 t.test('D7: an unexpected error is a 500 that says only that, and is logged', async (t) => {
-  const lines: string[] = []
-  const stream = new Writable({
-    write (chunk, _encoding, done) {
-      lines.push(String(chunk))
-      done()
-    }
-  })
+  const { stream, text: logged } = logCapture()
   const app = Fastify({ logger: { level: 'error', stream } })
   await app.register(serviceApp, {
     config: testConfig,
@@ -60,7 +53,7 @@ t.test('D7: an unexpected error is a 500 that says only that, and is logged', as
   t.equal(res.statusCode, 500)
   t.strictSame(res.json(), { statusCode: 500, error: 'Internal Server Error', message: 'An internal error occurred' })
   t.notMatch(res.body, /secret|exploded|at /)
-  t.match(lines.join(''), /database at \/var\/secret\/path exploded/, 'the real error is in the log')
+  t.match(logged(), /database at \/var\/secret\/path exploded/, 'the real error is in the log')
 })
 
 t.test('R1: invalid plugin options stop the app from starting, naming the setting', async (t) => {
@@ -74,18 +67,12 @@ t.test('R2: with NODE_ENV=production the app refuses to start without users', as
 })
 
 t.test('R2: the demo users come with a warning in the log', async (t) => {
-  const lines: string[] = []
-  const stream = new Writable({
-    write (chunk, _encoding, done) {
-      lines.push(String(chunk))
-      done()
-    }
-  })
+  const { stream, text: logged } = logCapture()
   const app = Fastify({ logger: { level: 'warn', stream } })
   await app.register(serviceApp, { config: testConfig })
   await app.ready()
   t.teardown(() => app.close())
-  t.match(lines.join(''), /USERS_FILE is not set: using the demo users/)
+  t.match(logged(), /USERS_FILE is not set: using the demo users/)
 })
 
 t.test('R2: USERS_FILE replaces the demo users', async (t) => {

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { ConfigSchema, durationToSeconds, loadConfig, parseTrustProxy } from '../src/config.js'
+import { ConfigSchema, durationToSeconds, loadConfig, loadDatabaseConfig, parseTrustProxy } from '../src/config.js'
 
 const SECRET = 'a-test-secret-that-is-32-chars-!'
 
@@ -204,4 +204,10 @@ t.test('parseTrustProxy: addresses and CIDRs are passed on as the string', async
   t.equal(parseTrustProxy('::1'), '::1')
   t.equal(parseTrustProxy('TRUE'), 'TRUE', 'only the exact words are booleans')
   t.equal(parseTrustProxy('1.5'), '1.5', 'not a hop count')
+})
+
+t.test('loadDatabaseConfig reads only DATABASE_URL and checks its scheme', async (t) => {
+  t.strictSame(loadDatabaseConfig({ DATABASE_URL: 'pglite://memory', JWT_SECRET: 'short' }), { DATABASE_URL: 'pglite://memory' })
+  t.strictSame(loadDatabaseConfig({}), {})
+  t.throws(() => loadDatabaseConfig({ DATABASE_URL: 'mysql://x' }), /DATABASE_URL must match pattern/)
 })

@@ -99,8 +99,8 @@ t.test('R2: NODE_ENV=production without USERS_FILE exits non-zero with a message
   t.match(output, /USERS_FILE is required/)
 })
 
-async function runCli (file: string, args: string[], stdin: string): Promise<{ code: number | null, stdout: string, stderr: string }> {
-  const child = spawn(process.execPath, [join(import.meta.dirname, '..', 'dist', 'src', 'cli', file), ...args], { env: baseEnv })
+async function runCli (file: string, args: string[], stdin: string, env: Record<string, string> = {}): Promise<{ code: number | null, stdout: string, stderr: string }> {
+  const child = spawn(process.execPath, [join(import.meta.dirname, '..', 'dist', 'src', 'cli', file), ...args], { env: { ...baseEnv, ...env } })
   let stdout = ''
   let stderr = ''
   child.stdout.on('data', (chunk) => { stdout += String(chunk) })
@@ -130,4 +130,16 @@ t.test('npm run openapi writes the OpenAPI document to a file', async (t) => {
   const doc = JSON.parse(readFileSync(file, 'utf8'))
   t.equal(doc.openapi, '3.1.0')
   t.ok(doc.paths['/cats/{id}'])
+})
+
+t.test('npm run migrate creates the schema in DATABASE_URL, and says when there is none', async (t) => {
+  const dir = t.testdir()
+  const migrated = await runCli('migrate.js', [], '', { DATABASE_URL: `pglite://${dir}` })
+  t.equal(migrated.code, 0)
+  t.match(migrated.stdout, /The cats schema is up to date/)
+  const again = await runCli('migrate.js', [], '', { DATABASE_URL: `pglite://${dir}` })
+  t.equal(again.code, 0, 'running it twice is fine')
+  const none = await runCli('migrate.js', [], '')
+  t.equal(none.code, 1)
+  t.match(none.stderr, /DATABASE_URL is not set/)
 })

@@ -1,10 +1,9 @@
 import t, { type Test } from 'tap'
-import { Writable } from 'node:stream'
 import Fastify, { type FastifyInstance } from 'fastify'
 import serviceApp from '../src/app.js'
 import { loadConfig } from '../src/config.js'
 import { serverOptions } from '../src/server-options.js'
-import { build, bearer, tokenFor, testConfig, TEST_SECRET } from './helper.js'
+import { build, bearer, logCapture, tokenFor, testConfig, TEST_SECRET } from './helper.js'
 
 const login = (app: FastifyInstance, username: string, password: string, remoteAddress = '127.0.0.1') =>
   app.inject({ method: 'POST', url: '/auth/login', payload: { username, password }, remoteAddress })
@@ -145,13 +144,7 @@ interface Captured {
 }
 
 async function withCapturedLogs (t: Test, extra: Record<string, string | number> = {}): Promise<Captured> {
-  const lines: string[] = []
-  const stream = new Writable({
-    write (chunk, _encoding, done) {
-      lines.push(String(chunk))
-      done()
-    }
-  })
+  const { stream, text: logged } = logCapture()
   const config = loadConfig({ ...testConfig, LOG_LEVEL: 'trace', ...extra })
   const options = serverOptions(config)
   const app = Fastify({ ...options, logger: { ...(typeof options.logger === 'object' ? options.logger : {}), stream } })
@@ -164,7 +157,7 @@ async function withCapturedLogs (t: Test, extra: Record<string, string | number>
   })
   await app.ready()
   t.teardown(() => app.close())
-  return { app, logs: () => lines.join('') }
+  return { app, logs: () => logged() }
 }
 
 t.test('request ids: a well-formed x-request-id is kept, echoed and in every log line of the request', async (t) => {
@@ -235,4 +228,28 @@ t.test('bounded memory: above WRITE_HEAP_RATIO creates and updates get 507, read
   t.equal((await app.inject({ method: 'PUT', url: '/cats/1', payload: { age: 2 } })).statusCode, 507)
   t.equal((await app.inject('/cats')).statusCode, 200)
   t.equal((await app.inject({ method: 'DELETE', url: '/cats/1' })).statusCode, 200)
+})
+
+t.test('REDIS_URL: when the shared rate-limit store is unreachable, login answers 503 at once', async (t) => {
+  // Port 1 on loopback refuses connections: the limiter fails fast instead of queueing or hanging.
+  const app = await build(t, { REDIS_URL: 'redis://127.0.0.1:1' })
+  const res = await login(app, 'john', 'changeme')
+  t.equal(res.statusCode, 503)
+  t.equal(res.headers['retry-after'], '5')
+  t.strictSame(res.json(), { statusCode: 503, error: 'Service Unavailable', message: 'Login is unavailable: the rate limit store cannot be reached' })
+  t.equal((await app.inject('/cats')).statusCode, 200, 'other routes are unaffected')
+})
+
+t.test('REDIS_URL: two instances share the login rate limit', async (t) => {
+  const redisUrl = process.env.TEST_REDIS_URL
+  if (redisUrl === undefined) {
+    t.comment('TEST_REDIS_URL is not set: the shared rate limit check against a Redis server was skipped')
+    return
+  }
+  const config = { REDIS_URL: redisUrl, LOGIN_RATE_LIMIT_MAX: 2 }
+  const [a, b] = [await build(t, config), await build(t, config)]
+  const username = `shared-${process.pid}-${Date.now()}`
+  const statuses = []
+  for (const [i, app] of [a, b, a].entries()) statuses.push((await login(app, username, 'wrong', `10.9.${process.pid % 250}.${i}`)).statusCode)
+  t.strictSame(statuses, [401, 401, 429], 'the third attempt on the account is refused across instances')
 })

@@ -1,3 +1,4 @@
+import { Writable } from 'node:stream'
 import Fastify, { type FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Test } from 'tap'
@@ -27,3 +28,15 @@ export function tokenFor (app: FastifyInstance, sub: number | string = 1, userna
 }
 
 export const bearer = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` })
+
+/** A stream for a Fastify logger that keeps what was logged. */
+export function logCapture (): { stream: Writable, text: () => string } {
+  const lines: string[] = []
+  const stream = new Writable({
+    write (chunk, _encoding, done) {
+      lines.push(String(chunk))
+      done()
+    }
+  })
+  return { stream, text: () => lines.join('') }
+}

@@ -1,0 +1,30 @@
+import { createBaselineServer } from './baseline-server.js'
+
+// `node --import tsx bench/baseline-main.ts` runs it by hand; the benchmark runs it
+// transpiled to dist/bench/ (see compileBaseline in servers.ts), without a loader.
+const env = process.env
+const secret = env.JWT_SECRET
+if (secret === undefined || secret.length < 32) {
+  console.error('JWT_SECRET (at least 32 characters) is required')
+  process.exit(1)
+}
+const optional = (name: string): number | undefined => env[name] === undefined ? undefined : Number(env[name])
+
+const server = createBaselineServer({
+  jwtSecret: secret,
+  catsMax: optional('CATS_MAX'),
+  bodyLimit: optional('BODY_LIMIT'),
+  hashConcurrency: optional('HASH_CONCURRENCY'),
+  hashQueueMax: optional('HASH_QUEUE_MAX')
+})
+const port = Number(env.PORT ?? 3001)
+server.listen(port, '127.0.0.1', () => {
+  console.log(`baseline listening on http://127.0.0.1:${port}`)
+})
+
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.once(signal, () => {
+    server.close(() => process.exit(0))
+    server.closeAllConnections()
+  })
+}
