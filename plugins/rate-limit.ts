@@ -1,6 +1,5 @@
 import fp from 'fastify-plugin'
 import rateLimit from '@fastify/rate-limit'
-import { Redis } from 'ioredis'
 
 /**
  * Makes `fastify.createRateLimit()` available; routes choose their own limits
@@ -12,6 +11,7 @@ export default fp(async (fastify) => {
     await fastify.register(rateLimit, { global: false })
     return
   }
+  const { Redis } = await import('ioredis')
   // Fail fast instead of queueing commands while Redis is away: the login answers 503, never hangs.
   const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2000 })
   redis.on('error', (error) => fastify.log.warn({ err: error }, 'redis connection error'))
