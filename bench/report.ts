@@ -1,5 +1,6 @@
 import type { Measurement, PrefillResult, ProbeResult } from './load.js'
 import type { MachineInfo } from './proc.js'
+import type { StoresResult } from './stores.js'
 
 /** One server's results in one scenario: medians over the measured rounds. */
 export interface SideSummary {
@@ -103,6 +104,8 @@ export interface BenchReport {
   login: ScenarioResult | undefined
   flood: FloodResult | undefined
   scaling: ScalingResult | undefined
+  /** Memory vs PostgreSQL store (bench/stores.ts); its tables come from storesMarkdown(). */
+  stores: StoresResult | undefined
   startup: StartupResult
 }
 
@@ -147,7 +150,7 @@ const dec = (n: number, digits = 2): string => n.toFixed(digits)
 const mib = (bytes: number): string => (bytes / 2 ** 20).toFixed(1)
 const verdict = (pass: boolean | undefined): string => (pass === undefined ? '—' : pass ? '**PASS**' : '**FAIL**')
 
-function table (header: string[], rows: string[][]): string {
+export function table (header: string[], rows: string[][]): string {
   const line = (cells: string[]): string => `| ${cells.join(' | ')} |`
   return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n')
 }

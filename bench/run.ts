@@ -24,6 +24,7 @@ import {
   type ScalingResult, type ScalingStep, type ScenarioResult, type StartupStats
 } from './report.js'
 import { compileBaseline, startServer, type RunningServer, type ServerKind } from './servers.js'
+import { DEFAULT_DATABASE_URL, runStores, STORE_SCENARIOS, storesMarkdown } from './stores.js'
 
 const root = join(import.meta.dirname, '..')
 const resultsDir = join(import.meta.dirname, 'results')
@@ -48,8 +49,9 @@ if (args.help) {
   --rounds N         measured rounds per server and scenario (default 3: A B A B A B)
   --duration S       seconds per measured run (default 3, quick 1.5)
   --connections N    autocannon connections for the throughput scenarios (default 50)
-  --only a,b         run only these parts (results are then not written): flood, scaling and the scenario ids
+  --only a,b         run only these parts (results are then not written): flood, scaling, stores and the scenario ids
                      profile, profile-bad-token, cat-read, cats-list, cats-list-10k, cat-create, cat-update, login
+                     (stores: memory vs PostgreSQL store at env BENCH_DATABASE_URL, default ${DEFAULT_DATABASE_URL})
   --log-level L      LOG_LEVEL of the service (default warn: no per-request logs)
   --no-pin           do not pin the server and the load generator to separate CPUs
   --profile          run both servers under node --cpu-prof in each scenario and print where their CPU time goes
@@ -357,6 +359,19 @@ for (const scenario of scenarios) {
 const login = wanted(loginScenario.id) ? await runScenario(loginScenario) : undefined
 const flood = wanted('flood') ? await runFlood() : undefined
 const scaling = wanted('scaling') ? await runScaling() : undefined
+const stores = wanted('stores')
+  ? await runStores({
+    databaseUrl: process.env.BENCH_DATABASE_URL ?? DEFAULT_DATABASE_URL,
+    scenarios: scenarios.filter((s) => STORE_SCENARIOS.includes(s.id)),
+    rounds: mode.rounds,
+    warmup: mode.warmup,
+    duration: mode.duration,
+    settings: (s, seconds) => ({ connections: mode.connections, ...s.settings, duration: seconds, timeout: 30 }),
+    start: (env) => startServer('project', { root, cpu: serverCpu, env: { ...ENV.project, ...env } }),
+    measure: measureQuiet,
+    log
+  })
+  : undefined
 if (startups.project.length < 3) {
   // Start-up is reported from every server start; make sure there are a few.
   for (let i = 0; i < 3; i++) await (await start('project')).stop()
@@ -387,10 +402,11 @@ const report: BenchReport = {
   login,
   flood,
   scaling,
+  stores,
   startup: { project, baseline: startupStats(startups.baseline), target: startupTarget, pass: project.median < startupTarget }
 }
 
-const tables = markdown(report)
+const tables = markdown(report) + (stores === undefined ? '' : `\n${storesMarkdown(stores)}\n`)
 process.stdout.write(tables)
 if (only === undefined && !args.profile) {
   mkdirSync(resultsDir, { recursive: true })
