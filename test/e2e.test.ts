@@ -73,6 +73,10 @@ t.test('R3: the compiled server serves every route over HTTP and stops cleanly o
   const inFlight = post('/auth/login', { username: 'chris', password: 'secret' })
   await new Promise((resolve) => setTimeout(resolve, 50))
   child.kill('SIGTERM')
+  await new Promise((resolve) => setTimeout(resolve, 20))
+  // While shutting down the server is not ready: readiness answers 503, or the connection is refused.
+  const readiness = await fetch(`${base}/health/ready`).then((res) => res.status, () => 'refused')
+  t.not(readiness, 200, `readiness during shutdown: ${readiness}`)
   t.equal((await inFlight).status, 200, 'the in-flight request finishes')
   const [code] = await exited
   t.equal(code, 0, 'exit code 0')
