@@ -12,7 +12,7 @@ import cors from '@fastify/cors'
  * would rebuild its middleware on each request (about 20 µs, more than a whole
  * /profile request).
  */
-export function helmetHeaders (): OutgoingHttpHeaders {
+function helmetHeaders (): OutgoingHttpHeaders {
   const response = new ServerResponse(new IncomingMessage(new Socket()))
   helmet({
     crossOriginOpenerPolicy: false,

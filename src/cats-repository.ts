@@ -1,5 +1,5 @@
 import type { CreateCatBody, StoredCat, UpdateCatBody } from './schemas/cats.js'
-import { assignFields, catTooLarge, collectionFull, mergeCat, NO_LIMITS, type CatsStore, type StoreLimits } from './cats-store.js'
+import { assignFields, collectionFull, mergeWithinLimit, NO_LIMITS, type CatsStore, type StoreLimits } from './cats-store.js'
 
 /** The cats that share one id, earliest created first. Only the head is ever removed. */
 class IdQueue {
@@ -86,8 +86,7 @@ export class CatsRepository implements CatsStore {
   update (id: number, fields: UpdateCatBody): StoredCat | undefined {
     const cat = this.find(id)
     if (cat === undefined) return undefined
-    const json = JSON.stringify(mergeCat(cat, fields))
-    if (Buffer.byteLength(json) > this.#limits.maxCatBytes) throw catTooLarge(this.#limits.maxCatBytes)
+    const { json } = mergeWithinLimit(cat, fields, this.#limits.maxCatBytes)
     // In place: the list order and the id index refer to this object.
     this.#inCreationOrder.set(assignFields(cat, fields), json)
     return cat

@@ -54,7 +54,13 @@ export function assignFields (cat: StoredCat, fields: UpdateCatBody): StoredCat 
   return cat
 }
 
-/** A merged copy of the cat; the original is untouched. */
-export const mergeCat = (cat: StoredCat, fields: UpdateCatBody): StoredCat => assignFields({ ...cat }, fields)
-
-export const jsonBytes = (cat: StoredCat): number => Buffer.byteLength(JSON.stringify(cat))
+/**
+ * The cat merged with `fields` (a copy: the original is untouched) and its JSON
+ * text; throws a 413 error when that text is over `maxCatBytes`.
+ */
+export function mergeWithinLimit (cat: StoredCat, fields: UpdateCatBody, maxCatBytes: number): { merged: StoredCat, json: string } {
+  const merged = assignFields({ ...cat }, fields)
+  const json = JSON.stringify(merged)
+  if (Buffer.byteLength(json) > maxCatBytes) throw catTooLarge(maxCatBytes)
+  return { merged, json }
+}

@@ -21,7 +21,7 @@ export function serverOptions (config: Config): FastifyHttpOptions<Server> {
     logger: {
       level: config.LOG_LEVEL,
       redact: {
-        paths: ['req.headers.authorization', 'req.headers.cookie', 'body.password', '*.password', '*.access_token'],
+        paths: ['req.headers.authorization', 'req.headers.cookie', '*.password', '*.access_token'],
         censor: '[redacted]'
       }
     },

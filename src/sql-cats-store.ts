@@ -1,5 +1,5 @@
 import type { CreateCatBody, StoredCat, UpdateCatBody } from './schemas/cats.js'
-import { catTooLarge, collectionFull, jsonBytes, mergeCat, NO_LIMITS, type CatsStore, type StoreLimits } from './cats-store.js'
+import { collectionFull, mergeWithinLimit, NO_LIMITS, type CatsStore, type StoreLimits } from './cats-store.js'
 import { httpError } from './errors.js'
 import type { SqlClient } from './sql-client.js'
 
@@ -41,7 +41,8 @@ interface LockedRow extends DataRow {
   seq: string
 }
 
-const EARLIEST_WITH_ID = 'SELECT seq, data FROM cats WHERE id = $1 ORDER BY seq LIMIT 1'
+/** The earliest created cat with the id $1: read, update and delete act on it (D9). */
+const EARLIEST_WITH_ID = 'FROM cats WHERE id = $1 ORDER BY seq LIMIT 1'
 
 const CREATE = `
 WITH next AS (UPDATE cats_count SET count = count + 1 WHERE count < $1 RETURNING count)
@@ -51,7 +52,7 @@ RETURNING data`
 
 const REMOVE = `
 WITH gone AS (
-  DELETE FROM cats WHERE seq = (SELECT seq FROM cats WHERE id = $1 ORDER BY seq LIMIT 1 FOR UPDATE) RETURNING seq
+  DELETE FROM cats WHERE seq = (SELECT seq ${EARLIEST_WITH_ID} FOR UPDATE) RETURNING seq
 )
 UPDATE cats_count SET count = count - (SELECT count(*) FROM gone)`
 
@@ -86,13 +87,13 @@ export class SqlCatsStore implements CatsStore {
 
   async findJson (id: number): Promise<string | undefined> {
     return this.#guard(async () => {
-      const [row] = await this.#client.query<{ json: string }>('SELECT data::text AS json FROM cats WHERE id = $1 ORDER BY seq LIMIT 1', [id])
+      const [row] = await this.#client.query<{ json: string }>(`SELECT data::text AS json ${EARLIEST_WITH_ID}`, [id])
       return row?.json
     })
   }
 
   async find (id: number): Promise<StoredCat | undefined> {
-    return this.#guard(async () => (await this.#client.query<DataRow>(EARLIEST_WITH_ID, [id]))[0]?.data)
+    return this.#guard(async () => (await this.#client.query<DataRow>(`SELECT data ${EARLIEST_WITH_ID}`, [id]))[0]?.data)
   }
 
   async create (fields: CreateCatBody): Promise<StoredCat> {
@@ -108,14 +109,12 @@ export class SqlCatsStore implements CatsStore {
   }
 
   async update (id: number, fields: UpdateCatBody): Promise<StoredCat | undefined> {
-    const { maxCatBytes } = this.#limits
     return this.#guard(() => this.#client.transaction(async (tx) => {
       // FOR UPDATE: concurrent merges into one cat wait for each other, so neither loses fields.
-      const [row] = await tx.query<LockedRow>(`${EARLIEST_WITH_ID} FOR UPDATE`, [id])
+      const [row] = await tx.query<LockedRow>(`SELECT seq, data ${EARLIEST_WITH_ID} FOR UPDATE`, [id])
       if (row === undefined) return undefined
-      const merged = mergeCat(row.data, fields)
-      if (jsonBytes(merged) > maxCatBytes) throw catTooLarge(maxCatBytes)
-      await tx.query('UPDATE cats SET data = $2::json WHERE seq = $1', [row.seq, JSON.stringify(merged)])
+      const { merged, json } = mergeWithinLimit(row.data, fields, this.#limits.maxCatBytes)
+      await tx.query('UPDATE cats SET data = $2::json WHERE seq = $1', [row.seq, json])
       return merged
     }))
   }

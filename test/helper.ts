@@ -11,13 +11,20 @@ export const TEST_SECRET = 'test-secret-that-is-at-least-32-characters-long'
 export const testConfig: ConfigInput = { JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'silent', LOGIN_RATE_LIMIT_MAX: 1000 }
 
 /**
- * A fresh app per test, closed on teardown. Wrapped in fp here (tests only)
- * so that decorators such as app.cats and app.jwt are reachable.
+ * A fresh, ready app that the caller closes. Wrapped in fp here (tests only)
+ * so that decorators such as app.cats and app.jwt are reachable. The long plugin
+ * timeout is for PGlite, whose start can exceed Fastify's 10 s on a busy machine.
  */
-export async function build (t: Test, config: Partial<ConfigInput> = {}, options: Omit<AppOptions, 'config'> = {}): Promise<FastifyInstance> {
+export async function createApp (config: Partial<ConfigInput> = {}, options: Omit<AppOptions, 'config'> = {}): Promise<FastifyInstance> {
   const app = Fastify({ logger: false, pluginTimeout: 120_000 })
   await app.register(fp(serviceApp), { config: { ...testConfig, ...config }, ...options })
   await app.ready()
+  return app
+}
+
+/** A fresh app per test, closed on teardown. */
+export async function build (t: Test, config: Partial<ConfigInput> = {}, options: Omit<AppOptions, 'config'> = {}): Promise<FastifyInstance> {
+  const app = await createApp(config, options)
   t.teardown(() => app.close())
   return app
 }

@@ -2,11 +2,9 @@ import assert from 'node:assert/strict'
 import { STATUS_CODES } from 'node:http'
 import t from 'tap'
 import fc from 'fast-check'
-import Fastify, { type FastifyInstance, type LightMyRequestResponse } from 'fastify'
-import fp from 'fastify-plugin'
-import serviceApp from '../src/app.js'
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { loadConfig } from '../src/config.js'
-import { testConfig } from './helper.js'
+import { createApp, testConfig } from './helper.js'
 
 /*
  * Model-based test of the cats collection (SPEC 2.5, 4.3–4.7; DECISIONS D8–D13).
@@ -462,14 +460,9 @@ const allCommands: Array<fc.Arbitrary<CatsCommand>> = [
   remove, remove
 ]
 
-/** A fresh service with an empty collection, built as test/helper.ts does but closed by the caller. */
-async function startApp (): Promise<FastifyInstance> {
-  const app = Fastify({ logger: false })
-  // Load shedding (503 when the event loop lags) is off: this test is about the cats rules, not load.
-  await app.register(fp(serviceApp), { config: { ...testConfig, MAX_EVENT_LOOP_DELAY_MS: 0 } })
-  await app.ready()
-  return app
-}
+/** A fresh service with an empty collection, closed by the caller. */
+// Load shedding (503 when the event loop lags) is off: this test is about the cats rules, not load.
+const startApp = (): Promise<FastifyInstance> => createApp({ MAX_EVENT_LOOP_DELAY_MS: 0 })
 
 t.test('D8–D13: random command sequences agree with a reference model (ids, create, read, update, delete, list)', async (t) => {
   const prototypeKeys = Object.getOwnPropertyNames(Object.prototype).sort()

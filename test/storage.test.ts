@@ -6,13 +6,10 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t, { type Test } from 'tap'
 import pg from 'pg'
-import Fastify, { type FastifyInstance, type InjectOptions } from 'fastify'
-import fp from 'fastify-plugin'
+import type { FastifyInstance, InjectOptions } from 'fastify'
 import { PGlite } from '@electric-sql/pglite'
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket'
-import serviceApp from '../src/app.js'
-import type { ConfigInput } from '../src/config.js'
-import { testConfig } from './helper.js'
+import { build } from './helper.js'
 
 /**
  * The app over the SQL stores: the same answers as the memory store, data on
@@ -45,19 +42,6 @@ function urlWithSchema (databaseUrl: string, schema: string): string {
 // Starting a PGlite takes seconds: the one served over the wire starts now, alongside the first tests.
 const servedDb = new PGlite()
 t.teardown(() => servedDb.close())
-
-/**
- * A fresh app per test, closed on teardown, as test/helper.ts builds them but
- * with a longer plugin timeout: opening a PGlite can take over Fastify's
- * default 10 s on a busy machine.
- */
-async function build (t: Test, config: Partial<ConfigInput>): Promise<FastifyInstance> {
-  const app = Fastify({ logger: false, pluginTimeout: 120_000 })
-  await app.register(fp(serviceApp), { config: { ...testConfig, ...config } })
-  await app.ready()
-  t.teardown(() => app.close())
-  return app
-}
 
 /** The PGlite above, served over the PostgreSQL wire protocol on 127.0.0.1 until teardown. */
 async function pgliteServer (t: Test): Promise<number> {
