@@ -41,7 +41,7 @@ export function collectionFull (maxCats: number): HttpError {
   return httpError(507, `The collection is full (${maxCats} cats); delete some first`)
 }
 
-export function catTooLarge (maxCatBytes: number): HttpError {
+function catTooLarge (maxCatBytes: number): HttpError {
   return httpError(413, `The merged cat would be larger than ${maxCatBytes} bytes`)
 }
 

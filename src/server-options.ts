@@ -6,7 +6,7 @@ import { parseTrustProxy, type Config } from './config.js'
 const WELL_FORMED_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
 /** A client's x-request-id when it is well-formed, else a new UUID. */
-export function requestId (request: IncomingMessage): string {
+function requestId (request: IncomingMessage): string {
   const given = request.headers['x-request-id']
   return typeof given === 'string' && WELL_FORMED_REQUEST_ID.test(given) ? given : randomUUID()
 }

@@ -9,7 +9,7 @@ import type { SqlClient } from './sql-client.js'
  * holds the number of stored cats in one row, whose lock serializes creates
  * so that id = count + 1 holds across instances.
  */
-export const MIGRATION = `
+const MIGRATION = `
 CREATE TABLE IF NOT EXISTS cats (
   seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   id bigint NOT NULL,
