@@ -20,7 +20,7 @@ import { summarizeProfiles } from './cpu-profile.js'
 import { machineInfo, memory, pinProcess, tasksetWorks } from './proc.js'
 import {
   compare, markdown, median, ratiosSvg, summarize,
-  type BenchReport, type FloodResult, type FloodSide, type ScalingOp, type ScalingOpResult,
+  type BenchReport, type FloodResult, type FloorResult, type FloodSide, type ScalingOp, type ScalingOpResult,
   type ScalingResult, type ScalingStep, type ScenarioResult, type StartupStats
 } from './report.js'
 import { compileBaseline, startServer, type RunningServer, type ServerKind } from './servers.js'
@@ -49,7 +49,7 @@ if (args.help) {
   --rounds N         measured rounds per server and scenario (default 3: A B A B A B)
   --duration S       seconds per measured run (default 3, quick 1.5)
   --connections N    autocannon connections for the throughput scenarios (default 50)
-  --only a,b         run only these parts (results are then not written): flood, scaling, stores and the scenario ids
+  --only a,b         run only these parts (results are then not written): flood, scaling, stores, floor and the scenario ids
                      profile, profile-bad-token, cat-read, cats-list, cats-list-10k, cat-create, cat-update, login
                      (stores: memory vs PostgreSQL store at env BENCH_DATABASE_URL, default ${DEFAULT_DATABASE_URL})
   --log-level L      LOG_LEVEL of the service (default warn: no per-request logs)
@@ -105,7 +105,8 @@ const ENV: Record<ServerKind, Record<string, string>> = {
     // The login rate limit would answer 429 to a benchmark; everything else keeps its default.
     LOGIN_RATE_LIMIT_MAX: '1000000000'
   },
-  baseline: { JWT_SECRET: secret, CATS_MAX: String(CATS_MAX) }
+  baseline: { JWT_SECRET: secret, CATS_MAX: String(CATS_MAX) },
+  floor: { FLOOR_CATS: '1000' }
 }
 
 const signToken = (key: string): string =>
@@ -160,11 +161,11 @@ const scenarios: Scenario[] = [
 // Bound by scrypt (about 0.3 s of CPU per hash here): a fixed number of logins, all completed.
 const loginScenario = scenario('login', 'POST /auth/login', undefined, 0, () => ({ requests: [loginRequest] }), { connections: 2 })
 
-const startups: Record<ServerKind, number[]> = { project: [], baseline: [] }
+const startups: Record<ServerKind, number[]> = { project: [], baseline: [], floor: [] }
 
-async function start (kind: ServerKind, profileDir?: string): Promise<RunningServer> {
+async function start (kind: ServerKind, profileDir?: string, env: Record<string, string> = {}): Promise<RunningServer> {
   const nodeArgs = profileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`]
-  const server = await startServer(kind, { root, cpu: serverCpu, env: ENV[kind], nodeArgs })
+  const server = await startServer(kind, { root, cpu: serverCpu, env: { ...ENV[kind], ...env }, nodeArgs })
   if (profileDir === undefined) startups[kind].push(server.startupMs)
   return server
 }
@@ -342,6 +343,30 @@ async function runScaling (): Promise<ScalingResult> {
   }
 }
 
+/** GET /cats/:id on the baseline, the two floor servers and the project, interleaved round by round. */
+async function runFloor (): Promise<FloorResult> {
+  const catRead = scenarios.find((s) => s.id === 'cat-read')
+  if (catRead === undefined) throw new Error('no cat-read scenario')
+  const servers: RunningServer[] = []
+  try {
+    servers.push(await start('baseline'), await start('floor', undefined, { FLOOR_HEADERS: '0' }),
+      await start('floor', undefined, { FLOOR_HEADERS: '1' }), await start('project'))
+    for (const server of [servers[0], servers[3]]) await prefill(server.url, catRead.cats)
+    for (const server of servers) await measure(server.pid, server.url, catRead.workload(), settingsFor(catRead, mode.warmup))
+    const samples: Measurement[][] = servers.map(() => [])
+    for (let round = 1; round <= mode.rounds; round++) {
+      for (const [index, server] of servers.entries()) {
+        samples[index].push(await measureQuiet(server, catRead.workload(), settingsFor(catRead, mode.duration)))
+        log(`[floor] round ${round} server ${index + 1} of 4: ${fmt(samples[index].at(-1) as Measurement)}`)
+      }
+    }
+    const [baseline, bare, headers, project] = servers.map((server, index) => summarize(samples[index], memory(server.pid).peakRss))
+    return { title: catRead.title, baseline, bare, headers, project }
+  } finally {
+    for (const server of servers) await server.stop()
+  }
+}
+
 function startupStats (samples: number[]): StartupStats {
   return {
     samples: samples.map((ms) => Math.round(ms * 10) / 10),
@@ -359,6 +384,7 @@ for (const scenario of scenarios) {
 const login = wanted(loginScenario.id) ? await runScenario(loginScenario) : undefined
 const flood = wanted('flood') ? await runFlood() : undefined
 const scaling = wanted('scaling') ? await runScaling() : undefined
+const floor = wanted('floor') ? await runFloor() : undefined
 const stores = wanted('stores')
   ? await runStores({
     databaseUrl: process.env.BENCH_DATABASE_URL ?? DEFAULT_DATABASE_URL,
@@ -403,6 +429,7 @@ const report: BenchReport = {
   flood,
   scaling,
   stores,
+  floor,
   startup: { project, baseline: startupStats(startups.baseline), target: startupTarget, pass: project.median < startupTarget }
 }
 

@@ -8,7 +8,7 @@ import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import ts from 'typescript'
 
-export type ServerKind = 'project' | 'baseline'
+export type ServerKind = 'project' | 'baseline' | 'floor'
 
 export interface StartOptions {
   /** Repository root: the working directory of the child. */
@@ -36,7 +36,9 @@ const COMMANDS: Record<ServerKind, string[]> = {
   // The compiled service, as `npm start` runs it.
   project: ['dist/src/server.js'],
   // Compiled by compileBaseline(), beside dist/src whose domain modules it imports.
-  baseline: ['dist/bench/baseline-main.js']
+  baseline: ['dist/bench/baseline-main.js'],
+  // Likewise; see bench/floor-server.ts.
+  floor: ['dist/bench/floor-main.js']
 }
 
 /**
@@ -48,7 +50,7 @@ const COMMANDS: Record<ServerKind, string[]> = {
 export function compileBaseline (root: string): void {
   const outDir = join(root, 'dist', 'bench')
   mkdirSync(outDir, { recursive: true })
-  for (const name of ['baseline-server', 'baseline-main']) {
+  for (const name of ['baseline-server', 'baseline-main', 'floor-server', 'floor-main']) {
     const source = readFileSync(join(root, 'bench', `${name}.ts`), 'utf8')
     const { outputText } = ts.transpileModule(source, {
       fileName: `${name}.ts`,

@@ -25,6 +25,7 @@ export default fp(async (fastify) => {
     }
   })
   if (fastify.config.DOCS_ENABLED) {
-    await fastify.register(swaggerUi, { routePrefix: '/docs' })
+    // The UI's own CSP (same-origin scripts, the hashes of its inline code) replaces the API's on /docs.
+    await fastify.register(swaggerUi, { routePrefix: '/docs', staticCSP: true })
   }
 }, { name: 'swagger', dependencies: ['config'] })

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { FastifyHttpOptions } from 'fastify'
 import type { IncomingMessage, Server } from 'node:http'
 import { parseTrustProxy, type Config } from './config.js'
+import { lazyChildLogger } from './request-logger.js'
 
 const WELL_FORMED_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
@@ -25,6 +26,7 @@ export function serverOptions (config: Config): FastifyHttpOptions<Server> {
         censor: '[redacted]'
       }
     },
+    childLoggerFactory: lazyChildLogger,
     requestIdHeader: false,
     genReqId: requestId,
     trustProxy: parseTrustProxy(config.TRUST_PROXY),

@@ -1,0 +1,12 @@
+import { createFloorServer } from './floor-server.js'
+
+// Run by the benchmark (transpiled to dist/bench/ like the baseline): PORT, FLOOR_CATS, FLOOR_HEADERS=1.
+const env = process.env
+const app = createFloorServer({ cats: Number(env.FLOOR_CATS ?? 1000), headers: env.FLOOR_HEADERS === '1' })
+await app.listen({ port: Number(env.PORT ?? 3002), host: '127.0.0.1' })
+
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.once(signal, () => {
+    app.close().then(() => process.exit(0), () => process.exit(1))
+  })
+}

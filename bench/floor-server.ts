@@ -1,0 +1,37 @@
+import { randomUUID } from 'node:crypto'
+import Fastify, { type FastifyInstance } from 'fastify'
+import { apiSecurityHeaders } from '../plugins/response-headers.js'
+
+export interface FloorOptions {
+  /** Cats 1..n to serve. */
+  cats: number
+  /** Send the service's security headers and a request id (a UUID) on every response. */
+  headers: boolean
+}
+
+/**
+ * The floor under the service's cost on GET /cats/:id: the least a Fastify app
+ * can do for it — one route, no logger, no schemas, no other hooks, a sync
+ * handler returning the cat's JSON text. With `headers`, it adds only what the
+ * service sends on every response. It tells how much of the project/baseline
+ * ratio is Fastify itself and those headers, not the service's own code.
+ */
+export function createFloorServer (options: FloorOptions): FastifyInstance {
+  const app = Fastify({ logger: false, genReqId: options.headers ? () => randomUUID() : undefined })
+  const cats = new Map<number, string>()
+  for (let id = 1; id <= options.cats; id++) cats.set(id, JSON.stringify({ id, name: 'Tom', age: 3, breed: 'x' }))
+  if (options.headers) {
+    const headers = apiSecurityHeaders()
+    app.addHook('onRequest', (request, reply, done) => {
+      reply.headers(headers).header('x-request-id', request.id)
+      done()
+    })
+  }
+  app.get<{ Params: { id: string } }>('/cats/:id', (request, reply) => {
+    const json = cats.get(Number(request.params.id))
+    if (json === undefined) return ''
+    reply.type('application/json; charset=utf-8')
+    return json
+  })
+  return app
+}
