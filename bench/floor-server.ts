@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { apiSecurityHeaders } from '../plugins/response-headers.js'
+import { JSON_CONTENT_TYPE } from '../src/schemas/cats.js'
 
 export interface FloorOptions {
   /** Cats 1..n to serve. */
@@ -30,7 +31,7 @@ export function createFloorServer (options: FloorOptions): FastifyInstance {
   app.get<{ Params: { id: string } }>('/cats/:id', (request, reply) => {
     const json = cats.get(Number(request.params.id))
     if (json === undefined) return ''
-    reply.type('application/json; charset=utf-8')
+    reply.type(JSON_CONTENT_TYPE)
     return json
   })
   return app
