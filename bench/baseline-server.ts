@@ -1,12 +1,12 @@
 import { Buffer } from 'node:buffer'
 import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { createSigner, createVerifier } from 'fast-jwt'
-import { BoundedQueue } from '../src/bounded-queue.js'
-import { CatsRepository } from '../src/cats-repository.js'
-import { DEMO_USERS } from '../src/demo-users.js'
-import { findMergeProblems } from '../src/merge-safety.js'
-import { UserStore } from '../src/users.js'
-import type { Identity } from '../src/schemas/auth.js'
+import { BoundedQueue } from '../src/auth/hash-queue.js'
+import { CatsRepository } from '../src/cats/memory-cats-store.js'
+import { DEMO_USERS } from '../src/auth/demo-users.js'
+import { findMergeProblems } from '../src/cats/merge-safety.js'
+import { UserStore } from '../src/auth/users.js'
+import type { Identity } from '../src/auth/schemas.js'
 
 /**
  * The reference point of the benchmark: the service's routes and semantics on

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { apiSecurityHeaders } from '../plugins/response-headers.js'
-import { JSON_CONTENT_TYPE } from '../src/schemas/cats.js'
+import { JSON_CONTENT_TYPE } from '../src/cats/schemas.js'
 
 export interface FloorOptions {
   /** Cats 1..n to serve. */

@@ -1,9 +1,9 @@
 import fp from 'fastify-plugin'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
-import { TokenClaims } from '../src/schemas/auth.js'
-import { simpleErrorBody } from '../src/errors.js'
-import { validateTokenUser } from '../src/token.js'
+import { TokenClaims } from '../src/auth/schemas.js'
+import { simpleErrorBody } from '../src/http/error-handler.js'
+import { validateTokenUser } from '../src/auth/token-claims.js'
 import type { AppOptions } from '../src/app.js'
 
 declare module 'fastify' {

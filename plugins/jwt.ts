@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
 import fastifyJwt from '@fastify/jwt'
 import { durationToSeconds } from '../src/config.js'
-import type { Identity, TokenClaims } from '../src/schemas/auth.js'
+import type { Identity, TokenClaims } from '../src/auth/schemas.js'
 
 declare module '@fastify/jwt' {
   interface FastifyJWT {

@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
 import underPressure from '@fastify/under-pressure'
 import type { FastifyReply } from 'fastify'
-import { simpleErrorBody } from '../src/errors.js'
+import { simpleErrorBody } from '../src/http/error-handler.js'
 
 const RETRY_AFTER_SECONDS = 10
 

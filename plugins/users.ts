@@ -1,8 +1,8 @@
 import fp from 'fastify-plugin'
-import { BoundedQueue } from '../src/bounded-queue.js'
-import { httpError } from '../src/errors.js'
-import { DEMO_USERS } from '../src/demo-users.js'
-import { loadUsersFile, UserStore, type UserRecord } from '../src/users.js'
+import { BoundedQueue } from '../src/auth/hash-queue.js'
+import { httpError } from '../src/http/error-handler.js'
+import { DEMO_USERS } from '../src/auth/demo-users.js'
+import { loadUsersFile, UserStore, type UserRecord } from '../src/auth/users.js'
 import type { AppOptions } from '../src/app.js'
 import type { FastifyInstance } from 'fastify'
 

@@ -2,10 +2,10 @@ import { join } from 'node:path'
 import AutoLoad from '@fastify/autoload'
 import type { FastifyPluginAsync } from 'fastify'
 import type { ConfigInput } from './config.js'
-import type { UserRecord } from './users.js'
-import type { ValidateToken } from './token.js'
-import { createValidatorCompiler } from './validation.js'
-import { errorHandler, notFoundHandler } from './errors.js'
+import type { UserRecord } from './auth/users.js'
+import type { ValidateToken } from './auth/token-claims.js'
+import { createValidatorCompiler } from './http/validator-compiler.js'
+import { errorHandler, notFoundHandler } from './http/error-handler.js'
 
 export interface AppOptions {
   /** The settings of the service, with the same keys and rules as the environment (see README). */

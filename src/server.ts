@@ -2,7 +2,7 @@ import Fastify from 'fastify'
 import closeWithGrace from 'close-with-grace'
 import app from './app.js'
 import { loadConfig, type Config } from './config.js'
-import { serverOptions } from './server-options.js'
+import { serverOptions } from './http/server-options.js'
 
 async function main (): Promise<void> {
   let config: Config

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Fastify from 'fastify'
 import serviceApp from '../src/app.js'
-import { build, bearer, logCapture, tokenFor, testConfig } from './helper.js'
+import { build, bearer, logCapture, tokenFor, testConfig } from './support/app.js'
 
 t.test('D15: an unknown route gets 404 in the error shape', async (t) => {
   const app = await build(t)

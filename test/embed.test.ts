@@ -1,7 +1,7 @@
 import t from 'tap'
 import Fastify from 'fastify'
 import serviceApp from '../src/app.js'
-import { testConfig } from './helper.js'
+import { testConfig } from './support/app.js'
 
 t.test('R4: the service registers into a host app under a prefix without leaking', async (t) => {
   const host = Fastify()

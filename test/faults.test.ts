@@ -5,7 +5,7 @@ import { connect, type Socket } from 'node:net'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { loadConfig } from '../src/config.js'
-import { TEST_SECRET } from './helper.js'
+import { TEST_SECRET } from './support/app.js'
 
 // Fault tests over real sockets against one spawned compiled server: clients that
 // vanish, lie about Content-Length, drip headers, send huge headers or bodies.

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { isDeepStrictEqual } from 'node:util'
 import pg from 'pg'
-import { hashPassword } from '../src/password.js'
+import { hashPassword } from '../src/auth/password.js'
 
 // Two compiled servers (and restarts of one) against the same storage: what one
 // process cannot show. PostgreSQL and Redis parts run when CI finds those servers

@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
-import { LoginBody, LoginReply } from '../../src/schemas/auth.js'
-import { ErrorReply } from '../../src/schemas/common.js'
+import { LoginBody, LoginReply } from '../../src/auth/schemas.js'
+import { ErrorReply } from '../../src/http/schemas.js'
 import { durationToSeconds } from '../../src/config.js'
-import { httpError } from '../../src/errors.js'
+import { httpError } from '../../src/http/error-handler.js'
 
 /** The username of a login body, for the per-account limit (it runs before validation). */
 function usernameOf (body: unknown): string {

@@ -2,10 +2,10 @@ import { getHeapStatistics } from 'node:v8'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import {
   CatIdParams, CatReply, CreateCatBody, DeleteReply, JSON_CONTENT_TYPE, JsonText, StoredCat, StoredCatList, UpdateCatBody
-} from '../../src/schemas/cats.js'
-import { BEARER_SECURITY, ErrorReply } from '../../src/schemas/common.js'
-import { httpError, validationError } from '../../src/errors.js'
-import { findMergeProblems } from '../../src/merge-safety.js'
+} from '../../src/cats/schemas.js'
+import { BEARER_SECURITY, ErrorReply } from '../../src/http/schemas.js'
+import { httpError, validationError } from '../../src/http/error-handler.js'
+import { findMergeProblems } from '../../src/cats/merge-safety.js'
 
 const cats: FastifyPluginAsyncTypebox = async (fastify) => {
   const { CATS_AUTH, WRITE_HEAP_RATIO } = fastify.config

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { Identity } from '../../src/schemas/auth.js'
-import { BEARER_SECURITY, ErrorReply } from '../../src/schemas/common.js'
+import { Identity } from '../../src/auth/schemas.js'
+import { BEARER_SECURITY, ErrorReply } from '../../src/http/schemas.js'
 
 const profile: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('', {

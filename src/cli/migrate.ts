@@ -1,6 +1,6 @@
 import { loadDatabaseConfig } from '../config.js'
-import { connect } from '../sql-client.js'
-import { migrate } from '../sql-cats-store.js'
+import { connect } from '../cats/sql-client.js'
+import { migrate } from '../cats/sql-cats-store.js'
 
 // Creates the cats schema in DATABASE_URL (the server also does this at start-up; it is idempotent).
 const { DATABASE_URL } = loadDatabaseConfig(process.env)

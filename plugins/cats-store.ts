@@ -1,0 +1,33 @@
+import fp from 'fastify-plugin'
+import { CatsRepository } from '../src/cats/memory-cats-store.js'
+import type { CatsStore, StoreLimits } from '../src/cats/cats-store.js'
+import { connect } from '../src/cats/sql-client.js'
+import { migrate, SqlCatsStore } from '../src/cats/sql-cats-store.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    cats: CatsStore
+  }
+}
+
+async function openSqlStore (databaseUrl: string, limits: StoreLimits): Promise<SqlCatsStore> {
+  const client = await connect(databaseUrl)
+  try {
+    await migrate(client)
+  } catch (error) {
+    await client.close()
+    throw new Error(`DATABASE_URL: could not prepare the database (${String(error)})`)
+  }
+  return new SqlCatsStore(client, limits)
+}
+
+/** The cats store: in memory unless DATABASE_URL names PostgreSQL or PGlite. Closed after in-flight requests. */
+export default fp(async (fastify) => {
+  const { DATABASE_URL, CATS_MAX, BODY_LIMIT } = fastify.config
+  const limits = { maxCats: CATS_MAX, maxCatBytes: BODY_LIMIT }
+  const store: CatsStore = DATABASE_URL === undefined ? new CatsRepository(limits) : await openSqlStore(DATABASE_URL, limits)
+  fastify.decorate('cats', store)
+  fastify.addHook('onClose', async () => {
+    await store.close()
+  })
+}, { name: 'cats-repository', dependencies: ['config'] })

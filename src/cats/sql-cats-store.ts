@@ -1,0 +1,143 @@
+import type { CreateCatBody, StoredCat, UpdateCatBody } from './schemas.js'
+import { collectionFull, mergeWithinLimit, NO_LIMITS, type CatsStore, type StoreLimits } from './cats-store.js'
+import { httpError } from '../http/error-handler.js'
+import type { SqlClient } from './sql-client.js'
+
+/**
+ * The schema, created idempotently. `seq` keeps creation order; `(id, seq)`
+ * finds the earliest created cat with an id through the index; `cats_count`
+ * holds the number of stored cats in one row, whose lock serializes creates
+ * so that id = count + 1 holds across instances.
+ */
+const MIGRATION = `
+CREATE TABLE IF NOT EXISTS cats (
+  seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  id bigint NOT NULL,
+  data json NOT NULL
+);
+CREATE INDEX IF NOT EXISTS cats_id_seq_idx ON cats (id, seq);
+CREATE TABLE IF NOT EXISTS cats_count (
+  singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+  count bigint NOT NULL
+);
+INSERT INTO cats_count (singleton, count) VALUES (true, 0) ON CONFLICT DO NOTHING;
+`
+
+/** Runs the migration; an advisory lock keeps two instances starting together from racing. */
+export async function migrate (client: SqlClient): Promise<void> {
+  await client.transaction(async (tx) => {
+    await tx.query("SELECT pg_advisory_xact_lock(hashtext('cats-migration'))")
+    for (const statement of MIGRATION.split(';').map((part) => part.trim()).filter((part) => part !== '')) {
+      await tx.query(statement)
+    }
+  })
+}
+
+interface DataRow extends Record<string, unknown> {
+  data: StoredCat
+}
+
+interface LockedRow extends DataRow {
+  seq: string
+}
+
+/** The earliest created cat with the id $1: read, update and delete act on it (D9). */
+const EARLIEST_WITH_ID = 'FROM cats WHERE id = $1 ORDER BY seq LIMIT 1'
+
+const CREATE = `
+WITH next AS (UPDATE cats_count SET count = count + 1 WHERE count < $1 RETURNING count)
+INSERT INTO cats (id, data)
+SELECT count, ('{"id":' || count || ',' || substr($2::text, 2))::json FROM next
+RETURNING data`
+
+const REMOVE = `
+WITH gone AS (
+  DELETE FROM cats WHERE seq = (SELECT seq ${EARLIEST_WITH_ID} FOR UPDATE) RETURNING seq
+)
+UPDATE cats_count SET count = count - (SELECT count(*) FROM gone)`
+
+/** Cats in PostgreSQL (node-postgres or PGlite), with the same semantics as the in-memory store. */
+export class SqlCatsStore implements CatsStore {
+  readonly #client: SqlClient
+  readonly #limits: StoreLimits
+
+  constructor (client: SqlClient, limits: StoreLimits = NO_LIMITS) {
+    this.#client = client
+    this.#limits = limits
+  }
+
+  async count (): Promise<number> {
+    return this.#guard(async () => {
+      const [row] = await this.#client.query<{ count: string }>('SELECT count FROM cats_count')
+      return Number(row.count)
+    })
+  }
+
+  async list (): Promise<StoredCat[]> {
+    return this.#guard(async () => (await this.#client.query<DataRow>('SELECT data FROM cats ORDER BY seq')).map((row) => row.data))
+  }
+
+  async listJson (): Promise<string> {
+    return this.#guard(async () => {
+      // data::text is the JSON exactly as written, so no parse and re-serialize.
+      const [row] = await this.#client.query<{ items: string }>("SELECT coalesce(string_agg(data::text, ',' ORDER BY seq), '') AS items FROM cats")
+      return `[${row.items}]`
+    })
+  }
+
+  async findJson (id: number): Promise<string | undefined> {
+    return this.#guard(async () => {
+      const [row] = await this.#client.query<{ json: string }>(`SELECT data::text AS json ${EARLIEST_WITH_ID}`, [id])
+      return row?.json
+    })
+  }
+
+  async find (id: number): Promise<StoredCat | undefined> {
+    return this.#guard(async () => (await this.#client.query<DataRow>(`SELECT data ${EARLIEST_WITH_ID}`, [id]))[0]?.data)
+  }
+
+  async create (fields: CreateCatBody): Promise<StoredCat> {
+    const { maxCats } = this.#limits
+    const { name, age, breed } = fields
+    return this.#guard(async () => {
+      // One statement: the cats_count row lock serializes creates across instances but is held only
+      // inside PostgreSQL. The JSON is built as JSON.stringify({ id, name, age, breed }) would write it.
+      const [row] = await this.#client.query<DataRow>(CREATE, [Math.min(maxCats, Number.MAX_SAFE_INTEGER), JSON.stringify({ name, age, breed })])
+      if (row === undefined) throw collectionFull(maxCats)
+      return row.data
+    })
+  }
+
+  async update (id: number, fields: UpdateCatBody): Promise<StoredCat | undefined> {
+    return this.#guard(() => this.#client.transaction(async (tx) => {
+      // FOR UPDATE: concurrent merges into one cat wait for each other, so neither loses fields.
+      const [row] = await tx.query<LockedRow>(`SELECT seq, data ${EARLIEST_WITH_ID} FOR UPDATE`, [id])
+      if (row === undefined) return undefined
+      const { merged, json } = mergeWithinLimit(row.data, fields, this.#limits.maxCatBytes)
+      await tx.query('UPDATE cats SET data = $2::json WHERE seq = $1', [row.seq, json])
+      return merged
+    }))
+  }
+
+  async remove (id: number): Promise<void> {
+    await this.#guard(() => this.#client.query(REMOVE, [id]))
+  }
+
+  async isReady (): Promise<boolean> {
+    return this.#client.query('SELECT 1').then(() => true, () => false)
+  }
+
+  async close (): Promise<void> {
+    await this.#client.close()
+  }
+
+  /** Database failures become a 503 the client can retry; the store's own 4xx/5xx pass through. */
+  async #guard<T> (work: () => Promise<T>): Promise<T> {
+    try {
+      return await work()
+    } catch (error) {
+      if (error instanceof Error && 'statusCode' in error) throw error
+      throw httpError(503, 'The database is unavailable; retry shortly', { headers: { 'retry-after': '5' }, cause: error })
+    }
+  }
+}

@@ -1,0 +1,205 @@
+import t, { type Test } from 'tap'
+import Fastify from 'fastify'
+import { createSigner, createVerifier } from 'fast-jwt'
+import app from '../../src/app.js'
+import type { ConfigInput } from '../../src/config.js'
+import { createBaselineServer, type BaselineOptions } from '../../bench/baseline-server.js'
+
+// The benchmark compares the service with bench/baseline-server.ts; these tests
+// keep the comparison fair: for the benchmarked requests the baseline answers
+// exactly what the service answers (status, body bytes, the headers that matter).
+
+const SECRET = 'baseline-test-secret-with-at-least-32-characters'
+
+interface Call {
+  method?: string
+  url: string
+  headers?: Record<string, string>
+  body?: string
+}
+
+interface Reply {
+  status: number
+  body: string
+  contentType: string | undefined
+  wwwAuthenticate: string | undefined
+  retryAfter: string | undefined
+}
+
+interface Pair {
+  service: (call: Call) => Promise<Reply>
+  baseline: (call: Call) => Promise<Reply>
+}
+
+const text = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined)
+
+async function setup (t: Test, config: Partial<ConfigInput> = {}, options: Partial<BaselineOptions> = {}): Promise<Pair> {
+  const service = Fastify({ logger: false })
+  await service.register(app, { config: { JWT_SECRET: SECRET, LOG_LEVEL: 'silent', LOGIN_RATE_LIMIT_MAX: 1000, ...config } })
+  await service.ready()
+  t.teardown(() => service.close())
+
+  const baseline = createBaselineServer({ jwtSecret: SECRET, ...options })
+  await new Promise<void>((resolve) => baseline.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => {
+    baseline.closeAllConnections()
+    baseline.close()
+  })
+  const address = baseline.address()
+  const origin = address !== null && typeof address === 'object' ? `http://127.0.0.1:${address.port}` : ''
+
+  return {
+    async service (call) {
+      const res = await service.inject({ method: call.method ?? 'GET', url: call.url, headers: call.headers, payload: call.body })
+      return {
+        status: res.statusCode,
+        body: res.body,
+        contentType: text(res.headers['content-type']),
+        wwwAuthenticate: text(res.headers['www-authenticate']),
+        retryAfter: text(res.headers['retry-after'])
+      }
+    },
+    async baseline (call) {
+      const res = await fetch(origin + call.url, { method: call.method ?? 'GET', headers: call.headers, body: call.body })
+      return {
+        status: res.status,
+        body: await res.text(),
+        contentType: res.headers.get('content-type') ?? undefined,
+        wwwAuthenticate: res.headers.get('www-authenticate') ?? undefined,
+        retryAfter: res.headers.get('retry-after') ?? undefined
+      }
+    }
+  }
+}
+
+/** Both answer `status` with the same body bytes and headers. */
+async function same (t: Test, pair: Pair, call: Call, status: number): Promise<Reply> {
+  const service = await pair.service(call)
+  const baseline = await pair.baseline(call)
+  const what = `${call.method ?? 'GET'} ${call.url}`
+  t.equal(service.status, status, `service: ${what}`)
+  t.strictSame(baseline, service, `baseline answers as the service: ${what}`)
+  return service
+}
+
+/** Both answer `status`; 400s carry the same validation entries (messages may be worded differently). */
+async function sameStatus (t: Test, pair: Pair, call: Call, status: number): Promise<void> {
+  const service = await pair.service(call)
+  const baseline = await pair.baseline(call)
+  const what = `${call.method ?? 'GET'} ${call.url} ${call.body ?? ''}`
+  t.equal(service.status, status, `service: ${what}`)
+  t.equal(baseline.status, status, `baseline: ${what}`)
+  t.equal(baseline.contentType, service.contentType, `content type: ${what}`)
+  const fields = (reply: Reply): unknown => {
+    const body: unknown = JSON.parse(reply.body)
+    const validation = typeof body === 'object' && body !== null && 'validation' in body ? body.validation : undefined
+    return Array.isArray(validation) ? validation.map((issue: unknown) => JSON.stringify(issue)).sort() : undefined
+  }
+  if (status === 400 && !what.includes('/auth/login')) t.strictSame(fields(baseline), fields(service), `validation: ${what}`)
+}
+
+const json = { 'content-type': 'application/json' }
+const sign = (payload: Record<string, unknown>, key = SECRET): string =>
+  createSigner({ key, algorithm: 'HS256', expiresIn: 60_000 })(payload)
+const bearer = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` })
+
+t.test('the benchmarked requests get the same status, body and headers', async (t) => {
+  const pair = await setup(t)
+  await same(t, pair, { url: '/profile', headers: bearer(sign({ sub: 1, username: 'john' })) }, 200)
+  await same(t, pair, { url: '/profile', headers: bearer(sign({ sub: 1, username: 'john' }, 'another-secret-that-is-long-enough-32')) }, 401)
+  await same(t, pair, { url: '/profile' }, 401)
+  await same(t, pair, { url: '/profile', headers: { authorization: 'Basic am9objpjaGFuZ2VtZQ==' } }, 401)
+
+  const cats = [
+    { name: 'Tom', age: 3, breed: 'Siamese' },
+    { name: 'Kitty', age: 1, breed: 'Persian', extra: 'dropped' },
+    { name: 'Felix', age: 7, breed: 'Bengal' }
+  ]
+  for (const cat of cats) await same(t, pair, { method: 'POST', url: '/cats', headers: json, body: JSON.stringify(cat) }, 201)
+  await same(t, pair, { url: '/cats/2' }, 200)
+  t.equal((await same(t, pair, { url: '/cats/99' }, 200)).body, '', 'a missing cat is an empty 200')
+  await same(t, pair, { url: '/cats' }, 200)
+  await same(t, pair, { url: '/cats?page=1' }, 200)
+
+  const update = { method: 'PUT', headers: json, body: JSON.stringify({ age: 4, name: 'Felix', id: 9 }) }
+  await same(t, pair, { ...update, url: '/cats/1' }, 200)
+  t.equal((await same(t, pair, { ...update, url: '/cats/99' }, 200)).body, '')
+  await same(t, pair, { method: 'DELETE', url: '/cats/3' }, 200)
+  await same(t, pair, { method: 'DELETE', url: '/cats/99' }, 200)
+  await same(t, pair, { url: '/cats' }, 200)
+
+  const login = (password: string): Call => ({ method: 'POST', url: '/auth/login', headers: json, body: JSON.stringify({ username: 'john', password }) })
+  await same(t, pair, login('wrong'), 401)
+  const service = await pair.service(login('changeme'))
+  const baseline = await pair.baseline(login('changeme'))
+  t.equal(baseline.status, service.status)
+  t.equal(baseline.contentType, service.contentType)
+  const verify = createVerifier({ key: SECRET, algorithms: ['HS256'] })
+  const tokenClaims = (reply: Reply): unknown => {
+    const body: unknown = JSON.parse(reply.body)
+    if (typeof body !== 'object' || body === null || !('access_token' in body) || typeof body.access_token !== 'string') return undefined
+    const { sub, username, iat, exp }: Record<string, unknown> = verify(body.access_token)
+    return { ...body, access_token: { sub, username, lifetime: Number(exp) - Number(iat) } }
+  }
+  t.strictSame(tokenClaims(baseline), tokenClaims(service))
+  t.match(tokenClaims(service), { token_type: 'Bearer', expires_in: 3600, access_token: { sub: 1, username: 'john', lifetime: 3600 } })
+
+  await same(t, pair, { url: '/nowhere?x=1' }, 404)
+  await same(t, pair, { method: 'PATCH', url: '/cats/1' }, 404)
+})
+
+t.test('tokens the guard refuses get the same 401', async (t) => {
+  const pair = await setup(t)
+  const refused = [
+    sign({ sub: '1', username: 'john' }),
+    sign({ sub: 1.5, username: 'john' }),
+    sign({ sub: 1, username: 'chris' }),
+    sign({ sub: 1, username: '' }),
+    sign({ sub: true, username: 'john' }),
+    createSigner({ key: SECRET, algorithm: 'HS512' })({ sub: 1, username: 'john', exp: Math.floor(Date.now() / 1000) + 60 }),
+    createSigner({ key: SECRET, clockTimestamp: Date.now() - 7_200_000, expiresIn: 60_000 })({ sub: 1, username: 'john' }),
+    'not-a-token'
+  ]
+  for (const token of refused) await same(t, pair, { url: '/profile', headers: bearer(token) }, 401)
+})
+
+t.test('bad requests get the same statuses', async (t) => {
+  const pair = await setup(t)
+  await sameStatus(t, pair, { url: '/cats/abc' }, 400)
+  await sameStatus(t, pair, { url: '/cats/' }, 400)
+  await sameStatus(t, pair, { method: 'DELETE', url: '/cats/1.5' }, 400)
+  const post = (body: string, headers = json): Call => ({ method: 'POST', url: '/cats', headers, body })
+  await sameStatus(t, pair, post(JSON.stringify({ name: 1, age: '3' })), 400)
+  await sameStatus(t, pair, post(JSON.stringify({ name: 'Tom', age: 3.5, breed: 'x' })), 400)
+  await sameStatus(t, pair, post('[]'), 400)
+  await sameStatus(t, pair, post('{'), 400)
+  await sameStatus(t, pair, post('hello', { 'content-type': 'text/plain' }), 415)
+  await sameStatus(t, pair, post(JSON.stringify({ name: 'x'.repeat(20_000), age: 1, breed: 'x' })), 413)
+  await sameStatus(t, pair, post(JSON.stringify({ name: 'Tom', age: 3, breed: 'x' })), 201)
+  const put = (body: string): Call => ({ method: 'PUT', url: '/cats/1', headers: json, body })
+  await sameStatus(t, pair, put('[1]'), 400)
+  await sameStatus(t, pair, put(JSON.stringify({ age: 4, nested: { constructor: 1 } })), 400)
+  const login = (body: string): Call => ({ method: 'POST', url: '/auth/login', headers: json, body })
+  await sameStatus(t, pair, login(JSON.stringify({ username: 'john' })), 400)
+  await sameStatus(t, pair, login('"john"'), 400)
+})
+
+t.test('limits: a full collection and a full hash queue', async (t) => {
+  const pair = await setup(t,
+    { CATS_MAX: 1, HASH_CONCURRENCY: 1, HASH_QUEUE_MAX: 0, JWT_EXPIRES_IN: '1m', BODY_LIMIT: 1024 },
+    { catsMax: 1, hashConcurrency: 1, hashQueueMax: 0, expiresIn: 60, bodyLimit: 1024 })
+  const cat = { method: 'POST', url: '/cats', headers: json, body: JSON.stringify({ name: 'Tom', age: 3, breed: 'x' }) }
+  await same(t, pair, cat, 201)
+  await same(t, pair, cat, 507)
+
+  const login: Call = { method: 'POST', url: '/auth/login', headers: json, body: JSON.stringify({ username: 'maria', password: 'guess' }) }
+  for (const side of ['service', 'baseline'] as const) {
+    const replies = await Promise.all([pair[side](login), pair[side](login)])
+    const busy = replies.find((reply) => reply.status === 503)
+    const done = replies.find((reply) => reply.status === 200)
+    t.ok(busy !== undefined && done !== undefined, `${side}: one login runs, the other is refused`)
+    t.match(JSON.parse(String(busy?.body)), { statusCode: 503, error: 'Service Unavailable', message: 'Too many logins in progress; retry shortly' })
+    t.equal(busy?.retryAfter, '1')
+    t.match(JSON.parse(String(done?.body)), { token_type: 'Bearer', expires_in: 60 })
+  }
+})

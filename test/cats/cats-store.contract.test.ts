@@ -1,0 +1,351 @@
+import { randomBytes } from 'node:crypto'
+import t, { type Test } from 'tap'
+import pg from 'pg'
+import { PGlite } from '@electric-sql/pglite'
+import { PGLiteSocketServer } from '@electric-sql/pglite-socket'
+import { CatsRepository } from '../../src/cats/memory-cats-store.js'
+import { NO_LIMITS, type CatsStore, type StoreLimits } from '../../src/cats/cats-store.js'
+import { pgliteClient, postgresClient, type SqlClient } from '../../src/cats/sql-client.js'
+import { migrate, SqlCatsStore } from '../../src/cats/sql-cats-store.js'
+import type { CreateCatBody, StoredCat, UpdateCatBody } from '../../src/cats/schemas.js'
+
+/**
+ * One contract for every CatsStore (DECISIONS D9, D11–D13), run unchanged
+ * against the in-memory store, PGlite in process, node-postgres (to a PGlite
+ * socket server, always) and a PostgreSQL server when TEST_DATABASE_URL is set.
+ */
+
+/** Creates a fresh, empty store with these limits; whatever it opens is closed on the test's teardown. */
+type StoreFactory = (t: Test, limits?: StoreLimits) => Promise<CatsStore>
+/** SQL stores only: a client on a fresh, empty schema that nothing has migrated yet. */
+type SchemaFactory = (t: Test) => Promise<SqlClient>
+
+const cat = (name: string, age = 3, breed = 'Siamese'): CreateCatBody => ({ name, age, breed })
+const copy = <T>(value: T): T => structuredClone(value)
+const namesOf = async (store: CatsStore): Promise<unknown[]> => (await store.list()).map((stored) => stored.name)
+const idsOf = async (store: CatsStore): Promise<number[]> => (await store.list()).map((stored) => stored.id)
+const limits = (overrides: Partial<StoreLimits>): StoreLimits => ({ ...NO_LIMITS, ...overrides })
+
+/** A schema name no other test file or run uses. */
+const freshSchemaName = (): string => `cats_test_${randomBytes(6).toString('hex')}`
+
+/** The contract. `openSchema` adds the migration cases, which only SQL stores have. */
+function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFactory): void {
+  t.test('a fresh store is empty and ready; single-record operations on a missing id change nothing', async (t) => {
+    const store = await openStore(t)
+    t.equal(await store.isReady(), true)
+    t.equal(await store.count(), 0)
+    t.strictSame(await store.list(), [])
+    t.equal(await store.find(1), undefined)
+    t.equal(await store.update(1, { name: 'X' }), undefined)
+    await store.remove(1)
+    t.equal(await store.count(), 0)
+    t.strictSame(await store.list(), [])
+  })
+
+  t.test('create keeps exactly id, name, age and breed', async (t) => {
+    const store = await openStore(t)
+    const input = { ...cat('Tom'), id: 99, color: 'black' }
+    t.strictSame(copy(await store.create(input)), { id: 1, name: 'Tom', age: 3, breed: 'Siamese' })
+    t.strictSame(copy(await store.find(1)), { id: 1, name: 'Tom', age: 3, breed: 'Siamese' })
+    t.equal(await store.find(99), undefined)
+  })
+
+  t.test('D9: id = number of stored cats + 1, so ids repeat after a delete', async (t) => {
+    const store = await openStore(t)
+    for (const [index, name] of ['A', 'B', 'C'].entries()) {
+      t.equal((await store.create(cat(name))).id, index + 1)
+    }
+    await store.remove(2)
+    t.equal(await store.count(), 2)
+    t.equal((await store.create(cat('D'))).id, 3, 'two cats stored, so the next id is 3 again')
+    t.strictSame(await idsOf(store), [1, 3, 3])
+    t.strictSame(await namesOf(store), ['A', 'C', 'D'])
+    t.equal(await store.count(), 3)
+  })
+
+  t.test('D9: find, update and remove act on the earliest created cat with the id', async (t) => {
+    const store = await openStore(t)
+    await store.create(cat('A'))
+    await store.create(cat('B'))
+    await store.create(cat('C'))
+    await store.remove(1)
+    t.equal((await store.create(cat('D'))).id, 3)
+    t.equal((await store.find(3))?.name, 'C', 'find: the earliest created')
+    t.strictSame(copy(await store.update(3, { color: 'black' })), { id: 3, name: 'C', age: 3, breed: 'Siamese', color: 'black' })
+    t.strictSame(copy(await store.list()), [
+      { id: 2, name: 'B', age: 3, breed: 'Siamese' },
+      { id: 3, name: 'C', age: 3, breed: 'Siamese', color: 'black' },
+      { id: 3, name: 'D', age: 3, breed: 'Siamese' }
+    ], 'update: only the earliest created changed')
+    await store.remove(3)
+    t.strictSame(await namesOf(store), ['B', 'D'], 'remove: the earliest created, and only it')
+    t.strictSame(copy(await store.find(3)), { id: 3, name: 'D', age: 3, breed: 'Siamese' }, 'the next one with the id is found now')
+    await store.remove(3)
+    t.strictSame(await namesOf(store), ['B'])
+    t.equal(await store.find(3), undefined)
+    t.equal(await store.count(), 1)
+  })
+
+  t.test('remove removes exactly one cat, and nothing when no cat has the id', async (t) => {
+    const store = await openStore(t)
+    for (const name of ['A', 'B', 'C', 'D']) await store.create(cat(name))
+    await store.remove(2)
+    t.equal((await store.create(cat('E'))).id, 4, 'a second cat with id 4')
+    for (const missing of [99, 0, -1, 2]) await store.remove(missing)
+    t.strictSame(await namesOf(store), ['A', 'C', 'D', 'E'])
+    await store.remove(4)
+    t.strictSame(await namesOf(store), ['A', 'C', 'E'], 'one of the two cats with id 4')
+    t.equal(await store.count(), 3)
+  })
+
+  t.test('D13: list keeps creation order through updates and deletes', async (t) => {
+    const store = await openStore(t)
+    for (const name of ['A', 'B', 'C', 'D', 'E']) await store.create(cat(name))
+    await store.update(1, { name: 'A2' })
+    await store.update(5, { extra: true })
+    await store.remove(3)
+    await store.update(2, { name: 'B2' })
+    await store.create(cat('F'))
+    await store.remove(1)
+    await store.create(cat('G'))
+    t.strictSame(copy(await store.list()), [
+      { id: 2, name: 'B2', age: 3, breed: 'Siamese' },
+      { id: 4, name: 'D', age: 3, breed: 'Siamese' },
+      { id: 5, name: 'E', age: 3, breed: 'Siamese', extra: true },
+      { id: 5, name: 'F', age: 3, breed: 'Siamese' },
+      { id: 5, name: 'G', age: 3, breed: 'Siamese' }
+    ])
+  })
+
+  t.test('D12: update merges every key but id and returns the whole record', async (t) => {
+    const store = await openStore(t)
+    await store.create(cat('Tom'))
+    await store.create(cat('Kit'))
+    const expected = { id: 1, name: 'Tommy', age: 3, breed: 'Siamese', color: 'black', age2: null }
+    t.strictSame(copy(await store.update(1, { id: 99, name: 'Tommy', color: 'black', age2: null })), expected)
+    t.strictSame(copy(await store.find(1)), expected, 'the id in the body is ignored')
+    t.equal(await store.find(99), undefined)
+    const replaced = { ...expected, age: 'four', breed: { kind: 'mixed' }, color: ['black', 'white'] }
+    t.strictSame(copy(await store.update(1, { age: 'four', breed: { kind: 'mixed' }, color: ['black', 'white'] })), replaced,
+      'declared fields take any value, without type checks')
+    t.strictSame(copy(await store.update(1, {})), replaced, 'an empty merge returns the record unchanged')
+    t.strictSame(copy(await store.list()), [replaced, { id: 2, name: 'Kit', age: 3, breed: 'Siamese' }])
+    t.equal(await store.count(), 2)
+  })
+
+  t.test('values round-trip exactly, key order included', async (t) => {
+    const store = await openStore(t)
+    await store.create(cat('猫 🐈 e\u0301'))
+    const fields: UpdateCatBody = {
+      nested: { b: 1, a: { z: [1, { y: null, x: false }], y: {} }, list: [] },
+      2: 'an integer-like key',
+      1: 'goes first, as in any JavaScript object',
+      nothing: null,
+      yes: true,
+      no: false,
+      floats: [0.1, -2.5, 3.141592653589793, 1e21, 1.5e-10, 5e-324, 1.7976931348623157e308, Number.MAX_SAFE_INTEGER, 0],
+      unicode: 'ünïcödé 猫 🐈‍⬛ \u0000 \ud800 "quoted" \\ back\nslash \t tab \u2028',
+      '': 'an empty key',
+      'key with "quotes" and \\': 'value',
+      'ключ 🔑': 'юникод',
+      empty: '',
+      deep: JSON.parse(`${'{"d":'.repeat(20)}"bottom"${'}'.repeat(20)}`)
+    }
+    // What the memory store does: keys keep their first position, new keys are appended.
+    const expected: StoredCat = { id: 1, name: '猫 🐈 e\u0301', age: 3, breed: 'Siamese' }
+    Object.assign(expected, fields)
+    const text = JSON.stringify(expected)
+    t.equal(JSON.stringify(await store.update(1, fields)), text, 'update returns it')
+    t.equal(JSON.stringify(await store.find(1)), text, 'find returns it')
+    t.equal(JSON.stringify(await store.list()), `[${text}]`, 'list returns it')
+    t.strictSame(copy(await store.find(1)), expected)
+
+    const again = { name: 'Tom', nested: [3, 2, 1], added: 'last' }
+    Object.assign(expected, again)
+    t.equal(JSON.stringify(await store.update(1, again)), JSON.stringify(expected), 'replaced keys keep their place')
+    t.equal(JSON.stringify(await store.find(1)), JSON.stringify(expected))
+  })
+
+  t.test('keys such as __proto__ and constructor are stored as plain data', async (t) => {
+    const store = await openStore(t)
+    await store.create(cat('Tom'))
+    const fields: UpdateCatBody = JSON.parse('{"__proto__": {"polluted": true}, "constructor": {"prototype": 1}}')
+    const text = '{"id":1,"name":"Tom","age":3,"breed":"Siamese","__proto__":{"polluted":true},"constructor":{"prototype":1}}'
+    t.equal(JSON.stringify(await store.update(1, fields)), text)
+    const found = await store.find(1)
+    t.equal(JSON.stringify(found), text)
+    t.equal(Object.getPrototypeOf(found), Object.prototype)
+    t.equal(Reflect.get({}, 'polluted'), undefined, 'Object.prototype is untouched')
+  })
+
+  t.test('maxCats: a create past the limit fails with 507 and stores nothing', async (t) => {
+    const store = await openStore(t, limits({ maxCats: 2 }))
+    await store.create(cat('A'))
+    await store.create(cat('B'))
+    await t.rejects(async () => await store.create(cat('C')), { statusCode: 507, message: /full \(2 cats\)/ })
+    t.equal(await store.count(), 2)
+    t.strictSame(await namesOf(store), ['A', 'B'])
+    await store.remove(1)
+    t.equal((await store.create(cat('C'))).id, 2, 'room again after a delete')
+    await t.rejects(async () => await store.create(cat('D')), { statusCode: 507, message: /full/ })
+    t.strictSame(await namesOf(store), ['B', 'C'])
+  })
+
+  t.test('maxCatBytes: a merge past the limit fails with 413 and leaves the cat unchanged', async (t) => {
+    const maxCatBytes = 120
+    const store = await openStore(t, limits({ maxCatBytes }))
+    const created = copy(await store.create(cat('Tom')))
+    const base = Buffer.byteLength(JSON.stringify({ ...created, note: '' }))
+    const room = maxCatBytes - base
+    // Two-byte characters: the limit counts bytes, not characters.
+    const fitting = { note: 'é'.repeat(Math.floor(room / 2)) + 'x'.repeat(room % 2) }
+    t.equal(Buffer.byteLength(JSON.stringify({ ...created, ...fitting })), maxCatBytes, 'the test merge is exactly at the limit')
+    t.strictSame(copy(await store.update(1, fitting)), { ...created, ...fitting }, 'exactly at the limit is allowed')
+    const tooLarge = { note: `${fitting.note}x` }
+    await t.rejects(async () => await store.update(1, tooLarge), { statusCode: 413, message: /larger than 120 bytes/ })
+    await t.rejects(async () => await store.update(1, { other: 'x'.repeat(500) }), { statusCode: 413, message: /larger than/ })
+    t.strictSame(copy(await store.find(1)), { ...created, ...fitting }, 'unchanged')
+    t.strictSame(copy(await store.update(1, { note: 'short' })), { ...created, note: 'short' }, 'a merge that shrinks it works')
+  })
+
+  t.test('50 concurrent creates get ids exactly 1..50, in creation order', async (t) => {
+    const store = await openStore(t)
+    const expected = Array.from({ length: 50 }, (_, index) => index + 1)
+    const created = await Promise.all(expected.map(async (n) => store.create(cat(`cat${n}`))))
+    t.strictSame(created.map((stored) => stored.id).sort((a, b) => a - b), expected)
+    t.strictSame(await idsOf(store), expected)
+    t.equal(await store.count(), 50)
+  })
+
+  t.test('concurrent updates of one cat with different keys all survive', async (t) => {
+    const store = await openStore(t)
+    await store.create(cat('Tom'))
+    await store.create(cat('Kit'))
+    const keys = Array.from({ length: 20 }, (_, index) => `key${index}`)
+    await Promise.all(keys.map(async (key, index) => store.update(1, { [key]: index })))
+    const found = await store.find(1)
+    t.strictSame(keys.map((key) => found?.[key]), keys.map((_, index) => index))
+    t.equal(found?.name, 'Tom')
+    t.strictSame(copy(await store.find(2)), { id: 2, name: 'Kit', age: 3, breed: 'Siamese' }, 'the other cat is untouched')
+  })
+
+  t.test('concurrent creates, updates and removes keep the count and the ids consistent', async (t) => {
+    const store = await openStore(t)
+    for (let n = 1; n <= 10; n++) await store.create(cat(`cat${n}`))
+    await Promise.all([
+      ...[1, 2, 3].map(async (id) => store.remove(id)),
+      ...[4, 5, 6].map(async (id) => store.update(id, { touched: true }))
+    ])
+    t.equal(await store.count(), 7)
+    t.equal((await store.create(cat('new'))).id, 8)
+    t.strictSame(await idsOf(store), [4, 5, 6, 7, 8, 9, 10, 8])
+    t.strictSame((await store.list()).filter((stored) => stored.touched === true).map((stored) => stored.id), [4, 5, 6])
+  })
+
+  if (openSchema === undefined) return
+
+  t.test('migrate is idempotent: twice in a row, and twice at once on an empty schema', async (t) => {
+    const client = await openSchema(t)
+    await Promise.all([migrate(client), migrate(client)])
+    await migrate(client)
+    const store = new SqlCatsStore(client)
+    await store.create(cat('A'))
+    await store.create(cat('B'))
+    await store.remove(1)
+    await migrate(client)
+    await Promise.all([migrate(client), migrate(client)])
+    t.equal(await store.count(), 1, 'the count row is kept')
+    t.strictSame(await namesOf(store), ['B'], 'the data is kept')
+    t.equal((await store.create(cat('C'))).id, 2)
+  })
+}
+
+/** Turns a schema factory into a store factory: migrate the fresh schema, then open the store on it. */
+const sqlStores = (openSchema: SchemaFactory): StoreFactory => async (t, storeLimits = NO_LIMITS) => {
+  const client = await openSchema(t)
+  await migrate(client)
+  return new SqlCatsStore(client, storeLimits)
+}
+
+// Starting a PGlite takes seconds: both start now, while the memory suite runs.
+const inProcess = pgliteClient('memory')
+const servedDb = new PGlite()
+t.teardown(async () => {
+  await (await inProcess).close()
+  await servedDb.close()
+})
+
+t.test('in-memory CatsRepository', async (t) => {
+  contractSuite(t, async (t, storeLimits) => {
+    const store = new CatsRepository(storeLimits)
+    t.teardown(() => store.close())
+    return store
+  })
+})
+
+t.test('SqlCatsStore over PGlite in process (pglite://memory)', async (t) => {
+  // One PGlite for the suite; each test gets its own schema on it.
+  const shared = await inProcess
+  const openSchema: SchemaFactory = async (t) => {
+    const schema = freshSchemaName()
+    await shared.query(`CREATE SCHEMA ${schema}`)
+    await shared.query(`SET search_path TO ${schema}`)
+    t.teardown(async () => {
+      await shared.query('SET search_path TO public')
+      await shared.query(`DROP SCHEMA ${schema} CASCADE`)
+    })
+    return shared
+  }
+  contractSuite(t, sqlStores(openSchema), openSchema)
+})
+
+t.test('SqlCatsStore over node-postgres, to a PGlite socket server', async (t) => {
+  const db = servedDb
+  const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0, maxConnections: 100 })
+  await server.start()
+  t.teardown(() => server.stop())
+  const url = `postgres://postgres@${server.getServerConn()}/postgres`
+  // The socket server gives every connection the same PGlite session, so its search_path is set there.
+  const openSchema: SchemaFactory = async (t) => {
+    const schema = freshSchemaName()
+    await db.exec(`CREATE SCHEMA ${schema}; SET search_path TO ${schema}`)
+    const client = await postgresClient(url)
+    t.teardown(async () => {
+      await client.close()
+      await db.exec(`SET search_path TO public; DROP SCHEMA ${schema} CASCADE`)
+    })
+    return client
+  }
+  contractSuite(t, sqlStores(openSchema), openSchema)
+})
+
+/** The server URL with every connection's search_path set to the schema. */
+function urlWithSchema (databaseUrl: string, schema: string): string {
+  const url = new URL(databaseUrl)
+  url.searchParams.set('options', `-c search_path=${schema}`)
+  return url.href
+}
+
+const serverUrl = process.env.TEST_DATABASE_URL
+if (serverUrl === undefined || serverUrl === '') {
+  t.comment('TEST_DATABASE_URL is not set: the PostgreSQL server run of the contract suite was skipped')
+} else {
+  t.test('SqlCatsStore over node-postgres, to the PostgreSQL server at TEST_DATABASE_URL', async (t) => {
+    const admin = new pg.Client(serverUrl)
+    await admin.connect()
+    t.teardown(() => admin.end())
+    // Each test gets its own schema, dropped afterwards: parallel files and re-runs never meet.
+    const openSchema: SchemaFactory = async (t) => {
+      const schema = freshSchemaName()
+      await admin.query(`CREATE SCHEMA ${schema}`)
+      const client = await postgresClient(urlWithSchema(serverUrl, schema))
+      t.teardown(async () => {
+        await client.close()
+        await admin.query(`DROP SCHEMA ${schema} CASCADE`)
+      })
+      return client
+    }
+    contractSuite(t, sqlStores(openSchema), openSchema)
+  })
+}

@@ -1,0 +1,334 @@
+import t from 'tap'
+import { CatsRepository } from '../../src/cats/memory-cats-store.js'
+import type { StoredCat } from '../../src/cats/schemas.js'
+
+const tom = { name: 'Tom', age: 3, breed: 'Siamese' }
+const kit = { name: 'Kit', age: 1, breed: 'Persian' }
+const max = { name: 'Max', age: 7, breed: 'Bengal' }
+
+/** A repository holding `count` cats named cat1..catN, ids 1..N. */
+function repositoryWith (count: number): CatsRepository {
+  const cats = new CatsRepository()
+  for (let i = 1; i <= count; i++) cats.create({ name: `cat${i}`, age: i, breed: 'Mixed' })
+  return cats
+}
+
+const names = (cats: CatsRepository): unknown[] => cats.list().map((cat) => cat.name)
+
+t.test('a new repository is empty', async (t) => {
+  const cats = new CatsRepository()
+  t.equal(cats.size, 0)
+  t.strictSame(cats.list(), [])
+  t.equal(cats.find(1), undefined)
+})
+
+t.test('D9: create assigns id = number of stored cats + 1 and keeps exactly the three fields', async (t) => {
+  const cats = new CatsRepository()
+  const first = cats.create(tom)
+  const second = cats.create(kit)
+  t.strictSame(first, { id: 1, ...tom })
+  t.strictSame(second, { id: 2, ...kit })
+  t.equal(cats.size, 2)
+  t.equal(cats.find(1), first, 'find returns the stored record itself')
+  t.equal(cats.find(2), second)
+})
+
+t.test('create copies only name, age and breed from its input', async (t) => {
+  const cats = new CatsRepository()
+  const input = { ...tom, id: 99, extra: 'dropped' }
+  const cat = cats.create(input)
+  t.strictSame(cat, { id: 1, ...tom })
+  t.not(cat, input, 'the input object is not stored')
+  input.name = 'changed later'
+  t.equal(cats.find(1)?.name, 'Tom', 'mutating the input does not change the record')
+})
+
+t.test('D9: ids repeat after a delete', async (t) => {
+  const cats = new CatsRepository()
+  cats.create(tom) // id 1
+  cats.create(kit) // id 2
+  cats.remove(1)
+  const third = cats.create(max)
+  t.equal(third.id, 2, 'one cat stored, so the new id is 2 again')
+  t.strictSame(cats.list(), [{ id: 2, ...kit }, { id: 2, ...max }])
+})
+
+t.test('D9: deleting the last cat and creating again reuses its id', async (t) => {
+  const cats = new CatsRepository()
+  cats.create(tom)
+  cats.create(kit)
+  cats.remove(2)
+  t.equal(cats.create(max).id, 2)
+  cats.remove(1)
+  cats.remove(2)
+  t.equal(cats.size, 0)
+  t.equal(cats.create(tom).id, 1)
+})
+
+t.test('D9: find, update and remove act on the earliest created of cats sharing an id', async (t) => {
+  const cats = new CatsRepository()
+  cats.create(tom) // id 1
+  const earlier = cats.create(kit) // id 2
+  cats.remove(1)
+  const later = cats.create(max) // id 2 again
+  t.equal(earlier.id, 2)
+  t.equal(later.id, 2)
+
+  t.equal(cats.find(2), earlier, 'find returns the earliest created')
+
+  const updated = cats.update(2, { age: 10 })
+  t.equal(updated, earlier, 'update returns the earliest created')
+  t.equal(earlier.age, 10)
+  t.equal(later.age, 7, 'the later cat is untouched by update')
+
+  cats.remove(2)
+  t.equal(cats.size, 1, 'remove removes exactly one cat')
+  t.equal(cats.find(2), later, 'the later cat is now the one found')
+  t.strictSame(cats.list(), [{ id: 2, ...max }])
+
+  cats.remove(2)
+  t.equal(cats.size, 0)
+  t.equal(cats.find(2), undefined)
+})
+
+t.test('D9: remove removes exactly one cat, never others with the same or other ids', async (t) => {
+  const cats = repositoryWith(3) // ids 1, 2, 3
+  cats.remove(1)
+  cats.create(tom) // id 3 (second)
+  cats.remove(2)
+  cats.create(kit) // id 3 (third)
+  t.strictSame(cats.list().map((cat) => cat.id), [3, 3, 3])
+  cats.remove(3)
+  t.strictSame(names(cats), ['Tom', 'Kit'])
+  cats.remove(3)
+  t.strictSame(names(cats), ['Kit'])
+})
+
+t.test('D13: list keeps creation order after updates and deletes', async (t) => {
+  const cats = repositoryWith(5)
+  cats.update(5, { name: 'five' })
+  cats.update(1, { name: 'one' })
+  cats.remove(3)
+  cats.create(tom) // id 5 (second)
+  cats.remove(1)
+  cats.update(4, { age: 40 })
+  t.strictSame(names(cats), ['cat2', 'cat4', 'five', 'Tom'])
+  t.strictSame(cats.list().map((cat) => cat.id), [2, 4, 5, 5])
+  t.equal(cats.list()[1].age, 40)
+})
+
+t.test('list returns a new array each time; changing it does not change the repository', async (t) => {
+  const cats = repositoryWith(2)
+  const listed = cats.list()
+  listed.pop()
+  listed.push({ id: 9 })
+  t.equal(cats.size, 2)
+  t.strictSame(names(cats), ['cat1', 'cat2'])
+  t.not(cats.list(), cats.list())
+})
+
+t.test('D12: update shallow-merges arbitrary fields into the record', async (t) => {
+  const cats = new CatsRepository()
+  cats.create(tom)
+  const nested = { deep: { deeper: [1, 2, 3] } }
+  const result = cats.update(1, { name: 'Tommy', color: 'grey', tags: ['a', 'b'], nested, nothing: null, age: '4' })
+  t.strictSame(result, {
+    id: 1,
+    name: 'Tommy',
+    age: '4',
+    breed: 'Siamese',
+    color: 'grey',
+    tags: ['a', 'b'],
+    nested: { deep: { deeper: [1, 2, 3] } },
+    nothing: null
+  }, 'fields are merged without type checks, others kept')
+  t.strictSame(cats.find(1), result, 'the merge is stored')
+  t.strictSame(cats.list(), [result])
+
+  cats.update(1, { nested: { other: true } })
+  t.strictSame(cats.find(1)?.nested, { other: true }, 'merge is shallow: a nested object is replaced, not merged')
+  t.equal(cats.find(1)?.color, 'grey', 'fields not in the update are kept')
+})
+
+t.test('D12: update with an empty object changes nothing and returns the record', async (t) => {
+  const cats = new CatsRepository()
+  const cat = cats.create(tom)
+  t.equal(cats.update(1, {}), cat)
+  t.strictSame(cat, { id: 1, ...tom })
+})
+
+t.test('D12: update never changes the id', async (t) => {
+  const cats = repositoryWith(2)
+  const result = cats.update(1, { id: 2, name: 'renamed' })
+  t.equal(result?.id, 1, 'body id is ignored')
+  t.equal(result?.name, 'renamed', 'other fields still merge')
+  t.equal(cats.find(1)?.name, 'renamed', 'still found under its own id')
+  t.equal(cats.find(2)?.name, 'cat2', 'the cat with id 2 is untouched')
+  cats.update(1, { id: 'x' })
+  t.equal(cats.find(1)?.id, 1)
+})
+
+t.test('D12: an own __proto__ key is stored as plain data, the prototype is unchanged', async (t) => {
+  const cats = new CatsRepository()
+  const cat = cats.create(tom)
+  const fields: Record<string, unknown> = JSON.parse('{"__proto__": {"polluted": true, "name": "evil"}, "color": "black"}')
+  t.ok(Object.hasOwn(fields, '__proto__'), 'the test input really has an own __proto__ key')
+
+  const result = cats.update(1, fields)
+  t.equal(result, cat)
+  t.equal(Object.getPrototypeOf(cat), Object.prototype, 'prototype not replaced')
+  t.ok(Object.hasOwn(cat, '__proto__'), '__proto__ is an own property')
+  t.strictSame(Object.getOwnPropertyDescriptor(cat, '__proto__'), {
+    value: { polluted: true, name: 'evil' },
+    writable: true,
+    enumerable: true,
+    configurable: true
+  })
+  t.equal(cat.name, 'Tom', 'no field read through a polluted prototype')
+  t.notOk('polluted' in cat, 'nothing inherited from the given object')
+  t.equal(cat.color, 'black')
+  t.notOk('polluted' in {}, 'Object.prototype is not polluted')
+  t.same(JSON.parse(JSON.stringify(cats.list())), [JSON.parse('{"id":1,"name":"Tom","age":3,"breed":"Siamese","__proto__":{"polluted":true,"name":"evil"},"color":"black"}')])
+  t.equal(Object.keys(cat).join(','), 'id,name,age,breed,__proto__,color', 'the key is enumerable and listed')
+})
+
+t.test('a constructor key is stored as plain data too', async (t) => {
+  const cats = new CatsRepository()
+  const cat = cats.create(tom)
+  cats.update(1, { constructor: 'not a function' })
+  t.equal(cat.constructor, 'not a function')
+  t.equal(Object.getPrototypeOf(cat), Object.prototype)
+})
+
+t.test('operations on unknown ids do nothing', async (t) => {
+  const cats = repositoryWith(2)
+  const before = JSON.stringify(cats.list())
+  for (const id of [0, -1, 3, 1.5, Number.NaN, Number.MAX_SAFE_INTEGER]) {
+    t.equal(cats.find(id), undefined, `find(${id})`)
+    t.equal(cats.update(id, { name: 'x' }), undefined, `update(${id})`)
+    t.equal(cats.remove(id), undefined, `remove(${id})`)
+  }
+  t.equal(cats.size, 2)
+  t.equal(JSON.stringify(cats.list()), before, 'nothing changed')
+  t.equal(cats.create(tom).id, 3, 'the id counter is unaffected')
+})
+
+t.test('an id removed down to zero cats is unknown again', async (t) => {
+  const cats = repositoryWith(1)
+  cats.remove(1)
+  cats.remove(1)
+  t.equal(cats.size, 0)
+  t.equal(cats.update(1, { name: 'x' }), undefined)
+  t.strictSame(cats.list(), [])
+})
+
+t.test('two repositories do not share state', async (t) => {
+  const a = repositoryWith(2)
+  const b = new CatsRepository()
+  t.equal(b.size, 0)
+  t.equal(b.create(tom).id, 1)
+  t.equal(a.size, 2)
+})
+
+/** A straightforward reference implementation of D9, to compare against. */
+class ModelRepository {
+  readonly cats: StoredCat[] = []
+  create (name: string): void {
+    this.cats.push({ id: this.cats.length + 1, name, age: 1, breed: 'Mixed' })
+  }
+
+  remove (id: number): void {
+    const index = this.cats.findIndex((cat) => cat.id === id)
+    if (index !== -1) this.cats.splice(index, 1)
+  }
+
+  find (id: number): StoredCat | undefined {
+    return this.cats.find((cat) => cat.id === id)
+  }
+}
+
+t.test('D9: thousands of cats sharing one id (queue compaction) stay correct', async (t) => {
+  const N = 3000
+  const cats = repositoryWith(N) // ids 1..N
+  // Each cycle deletes a cat with a small id and creates one, which gets id N.
+  for (let i = 1; i < N; i++) {
+    cats.remove(i)
+    const cat = cats.create({ name: `dup${i}`, age: i, breed: 'Mixed' })
+    if (cat.id !== N) t.fail(`cycle ${i} created id ${cat.id}`)
+  }
+  t.equal(cats.size, N)
+  const ids = new Set(cats.list().map((cat) => cat.id))
+  t.strictSame([...ids], [N], `all ${N} cats share id ${N}`)
+  t.equal(cats.find(N)?.name, `cat${N}`, 'the earliest created is found')
+
+  // Remove the head of the shared id and create a new tail, over and over:
+  // the internal queue's head advances and it compacts many times.
+  const expected: string[] = cats.list().map((cat) => String(cat.name))
+  let mismatches = 0
+  for (let i = 0; i < 2 * N; i++) {
+    cats.remove(N)
+    expected.shift()
+    const cat = cats.create({ name: `cycle${i}`, age: i, breed: 'Mixed' })
+    expected.push(`cycle${i}`)
+    if (cat.id !== N || cats.find(N)?.name !== expected[0]) mismatches++
+  }
+  t.equal(mismatches, 0, 'every cycle found the earliest created cat')
+  t.strictSame(names(cats), expected, 'list in creation order after the cycles')
+
+  // Update acts on the current head.
+  t.equal(cats.update(N, { name: 'head' })?.name, 'head')
+  t.equal(cats.list()[0].name, 'head')
+  t.equal(cats.list()[1].name, expected[1])
+
+  // Drain the queue one by one: each removal removes exactly the earliest.
+  expected[0] = 'head'
+  let wrong = 0
+  for (let left = N; left > 0; left--) {
+    if (cats.find(N)?.name !== expected[N - left]) wrong++
+    cats.remove(N)
+    if (cats.size !== left - 1) wrong++
+  }
+  t.equal(wrong, 0, 'draining removed one earliest cat at a time')
+  t.equal(cats.size, 0)
+  t.equal(cats.find(N), undefined)
+  t.equal(cats.update(N, { name: 'x' }), undefined)
+  t.equal(cats.create(tom).id, 1, 'an empty repository starts at id 1 again')
+})
+
+t.test('D9: a long random sequence matches a reference implementation', async (t) => {
+  // A small deterministic PRNG (mulberry32), so a failure is reproducible.
+  let seed = 0x5eed
+  const random = (): number => {
+    seed = (seed + 0x6d2b79f5) | 0
+    let x = Math.imul(seed ^ (seed >>> 15), 1 | seed)
+    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x
+    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
+  }
+  const cats = new CatsRepository()
+  const model = new ModelRepository()
+  let problems = 0
+  let mostSharing = 0
+  for (let step = 0; step < 20_000; step++) {
+    const roll = random()
+    // Ids from 0 to size + 1 so unknown ids are tried too; bias towards the top id to build duplicates.
+    const id = random() < 0.5 ? model.cats.length : Math.floor(random() * (model.cats.length + 2))
+    if (roll < 0.45) {
+      cats.create({ name: `c${step}`, age: 1, breed: 'Mixed' })
+      model.create(`c${step}`)
+    } else if (roll < 0.9) {
+      cats.remove(id)
+      model.remove(id)
+    } else {
+      const updated = cats.update(id, { name: `u${step}` })
+      const target = model.find(id)
+      if (target !== undefined) target.name = `u${step}`
+      if ((updated === undefined) !== (target === undefined)) problems++
+    }
+    if (cats.find(id)?.name !== model.find(id)?.name) problems++
+    if (cats.size !== model.cats.length) problems++
+    mostSharing = Math.max(mostSharing, model.cats.filter((cat) => cat.id === id).length)
+  }
+  t.ok(mostSharing >= 5, `the sequence made ids repeat (up to ${mostSharing} cats on one id)`)
+  t.equal(problems, 0, 'find, update and size agree with the reference at every step')
+  t.strictSame(cats.list(), model.cats, 'the final list matches the reference')
+})

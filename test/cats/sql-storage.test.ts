@@ -1,0 +1,334 @@
+import { randomBytes } from 'node:crypto'
+import { mkdtemp, rm } from 'node:fs/promises'
+import net, { type Server, type Socket } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import t, { type Test } from 'tap'
+import pg from 'pg'
+import type { FastifyInstance, InjectOptions } from 'fastify'
+import { PGlite } from '@electric-sql/pglite'
+import { PGLiteSocketServer } from '@electric-sql/pglite-socket'
+import { build } from '../support/app.js'
+
+/**
+ * The app over the SQL stores: the same answers as the memory store, data on
+ * disk that survives a restart, a database that goes away (503, then recovery)
+ * and one that cannot be reached at start-up.
+ */
+
+const json = { 'content-type': 'application/json' }
+const post = (payload: unknown): InjectOptions => ({ method: 'POST', url: '/cats', headers: json, payload: JSON.stringify(payload) })
+const put = (id: number | string, payload: unknown): InjectOptions => ({ method: 'PUT', url: `/cats/${id}`, headers: json, payload: JSON.stringify(payload) })
+const del = (id: number | string): InjectOptions => ({ method: 'DELETE', url: `/cats/${id}` })
+const get = (url: string): InjectOptions => ({ method: 'GET', url })
+
+const tom = { name: 'Tom', age: 3, breed: 'Siamese' }
+const felix = { name: 'Felix', age: 5, breed: 'Tabby' }
+const kit = { name: 'Kit', age: 1, breed: 'Persian' }
+
+const UNAVAILABLE = { statusCode: 503, error: 'Service Unavailable', message: 'The database is unavailable; retry shortly' }
+
+/** A schema name no other test file or run uses. */
+const freshSchemaName = (): string => `cats_test_${randomBytes(6).toString('hex')}`
+
+/** The server URL with every connection's search_path set to the schema. */
+function urlWithSchema (databaseUrl: string, schema: string): string {
+  const url = new URL(databaseUrl)
+  url.searchParams.set('options', `-c search_path=${schema}`)
+  return url.href
+}
+
+// Starting a PGlite takes seconds: the one served over the wire starts now, alongside the first tests.
+const servedDb = new PGlite()
+t.teardown(() => servedDb.close())
+
+/** The PGlite above, served over the PostgreSQL wire protocol on 127.0.0.1 until teardown. */
+async function pgliteServer (t: Test): Promise<number> {
+  const server = new PGLiteSocketServer({ db: servedDb, host: '127.0.0.1', port: 0, maxConnections: 100 })
+  await server.start()
+  t.teardown(() => server.stop())
+  return Number(server.getServerConn().split(':')[1])
+}
+
+/** A port nothing listens on (taken from the OS, then released). */
+async function closedPort (): Promise<number> {
+  const server = net.createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const address = server.address()
+  await new Promise<void>((resolve) => server.close(() => resolve()))
+  return typeof address === 'object' && address !== null ? address.port : 0
+}
+
+/**
+ * A TCP proxy to a database that the test can stop (cutting every open
+ * connection), start again on the same port, or have cut a connection when
+ * the client sends a chosen message.
+ */
+class TcpProxy {
+  readonly #targetPort: number
+  readonly #sockets = new Set<Socket>()
+  #server: Server | undefined
+  port = 0
+  /** When this returns true for a chunk from the client, the connection is cut instead of forwarding it. */
+  cutWhen: ((chunk: Buffer) => boolean) | undefined
+
+  constructor (targetPort: number) {
+    this.#targetPort = targetPort
+  }
+
+  get openSockets (): number {
+    return this.#sockets.size
+  }
+
+  async start (): Promise<void> {
+    const server = net.createServer((client) => {
+      const upstream = net.connect(this.#targetPort, '127.0.0.1')
+      for (const socket of [client, upstream]) {
+        this.#sockets.add(socket)
+        socket.on('error', () => {})
+        socket.on('close', () => {
+          this.#sockets.delete(socket)
+          client.destroy()
+          upstream.destroy()
+        })
+      }
+      upstream.on('data', (chunk: Buffer) => client.write(chunk))
+      client.on('data', (chunk: Buffer) => {
+        if (this.cutWhen?.(chunk) === true) {
+          client.destroy()
+          upstream.destroy()
+        } else {
+          upstream.write(chunk)
+        }
+      })
+    })
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(this.port, '127.0.0.1', resolve)
+    })
+    const address = server.address()
+    if (typeof address === 'object' && address !== null) this.port = address.port
+    this.#server = server
+  }
+
+  /** Stops listening and destroys every open connection, both sides. */
+  async stop (): Promise<void> {
+    const server = this.#server
+    this.#server = undefined
+    if (server === undefined) return
+    const closed = [...this.#sockets].map(async (socket) => new Promise<void>((resolve) => socket.once('close', () => resolve())))
+    for (const socket of this.#sockets) socket.destroy()
+    await Promise.all([...closed, new Promise<void>((resolve) => server.close(() => resolve()))])
+  }
+}
+
+/** The requests of the API comparison: every route, success and failure, D9 ids and duplicates, both limits. */
+const apiSequence: InjectOptions[] = [
+  get('/cats'),
+  post(tom),
+  post({ ...felix, id: 77, color: 'dropped' }),
+  post({ name: 1, age: '2' }),
+  { method: 'POST', url: '/cats', headers: { 'content-type': 'text/plain' }, payload: 'Tom' },
+  { method: 'POST', url: '/cats', headers: json, payload: '{"name": ' },
+  get('/cats/1'),
+  get('/cats/2'),
+  get('/cats/3'),
+  get('/cats/0'),
+  get('/cats/-1'),
+  get('/cats/abc'),
+  put(1, {
+    id: 9,
+    name: 'Tommy',
+    color: 'black',
+    tags: ['lazy', 'fluffy'],
+    nested: { b: { z: null, y: true, x: 1.5 }, a: [] },
+    'unicodé 🐈': '猫 \u0000 \ud800',
+    2: 'an integer-like key'
+  }),
+  put(9, { x: 1 }),
+  put(1, [1, 2]),
+  { method: 'PUT', url: '/cats/1', headers: json, payload: '{"__proto__": {"polluted": true}}' },
+  put('1.5', { x: 1 }),
+  get('/cats'),
+  del(1),
+  del(1),
+  post(kit),
+  get('/cats/2'),
+  put(2, { owner: 'Ana' }), // merged into Felix, the earliest created cat with id 2
+  post(tom),
+  post(felix),
+  post(kit),
+  put(3, { big: 'x'.repeat(5000) }),
+  put(3, { bigger: 'y'.repeat(5000) }),
+  get('/cats/3'),
+  del(2),
+  get('/cats/2'),
+  del('abc'),
+  del(-5),
+  get('/cats')
+]
+const expectedStatuses = [
+  200, 201, 201, 400, 415, 400, 200, 200, 200, 200, 200, 400,
+  200, 200, 400, 400, 400, 200, 200, 200, 201, 200, 200, 201, 201, 507,
+  200, 413, 200, 200, 200, 400, 200, 200
+]
+
+interface Answer { statusCode: number, contentType: unknown, body: string }
+
+async function transcript (app: FastifyInstance): Promise<Answer[]> {
+  const answers: Answer[] = []
+  for (const request of apiSequence) {
+    const res = await app.inject(request)
+    answers.push({ statusCode: res.statusCode, contentType: res.headers['content-type'], body: res.body })
+  }
+  return answers
+}
+
+const serverUrl = process.env.TEST_DATABASE_URL
+
+t.test('the same API requests get byte-identical answers from memory, PGlite and PostgreSQL', async (t) => {
+  const config = { CATS_MAX: 4 }
+  const memory = await transcript(await build(t, config))
+  t.strictSame(memory.map((answer) => answer.statusCode), expectedStatuses, 'the sequence covers what it means to')
+  t.strictSame(JSON.parse(memory.at(-1)?.body ?? ''), [
+    { id: 2, name: 'Kit', age: 1, breed: 'Persian' },
+    { id: 3, name: 'Tom', age: 3, breed: 'Siamese', big: 'x'.repeat(5000) },
+    { id: 4, name: 'Felix', age: 5, breed: 'Tabby' }
+  ])
+
+  t.strictSame(await transcript(await build(t, { ...config, DATABASE_URL: 'pglite://memory' })), memory, 'pglite://memory')
+
+  if (serverUrl === undefined || serverUrl === '') {
+    t.comment('TEST_DATABASE_URL is not set: the PostgreSQL server run of the API comparison was skipped')
+    return
+  }
+  const admin = new pg.Client(serverUrl)
+  await admin.connect()
+  const schema = freshSchemaName()
+  await admin.query(`CREATE SCHEMA ${schema}`)
+  // Teardowns run last-in first-out: the app (built below) is closed before the schema is dropped.
+  t.teardown(async () => {
+    await admin.query(`DROP SCHEMA ${schema} CASCADE`)
+    await admin.end()
+  })
+  const app = await build(t, { ...config, DATABASE_URL: urlWithSchema(serverUrl, schema) })
+  t.strictSame(await transcript(app), memory, 'PostgreSQL at TEST_DATABASE_URL')
+})
+
+t.test('pglite://<directory>: the cats survive closing the app and opening a new one on the directory', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'cats-pglite-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const config = { DATABASE_URL: `pglite://${dir}` }
+
+  const first = await build(t, config)
+  for (const cat of [tom, felix, kit]) await first.inject(post(cat))
+  await first.inject(put(2, { owner: 'Ana', toys: ['ball'] }))
+  await first.inject(del(1))
+  await first.inject(post(tom))
+  const before = await first.inject(get('/cats'))
+  t.strictSame(before.json(), [
+    { id: 2, name: 'Felix', age: 5, breed: 'Tabby', owner: 'Ana', toys: ['ball'] },
+    { id: 3, name: 'Kit', age: 1, breed: 'Persian' },
+    { id: 3, name: 'Tom', age: 3, breed: 'Siamese' }
+  ])
+  await first.close()
+
+  const second = await build(t, config)
+  t.equal((await second.inject(get('/cats'))).body, before.body, 'the same cats, byte for byte')
+  t.equal((await second.inject(get('/cats/3'))).json().name, 'Kit', 'creation order kept: the earliest created wins')
+  t.strictSame((await second.inject(post(kit))).json(), { id: 4, ...kit }, 'the count was kept too')
+  await second.close()
+})
+
+t.test('a database that goes away: 503 at once, readiness says so, then recovery', async (t) => {
+  const proxy = new TcpProxy(await pgliteServer(t))
+  await proxy.start()
+  t.teardown(() => proxy.stop())
+  const app = await build(t, { DATABASE_URL: `postgres://postgres@127.0.0.1:${proxy.port}/postgres` })
+
+  t.equal((await app.inject(post(tom))).statusCode, 201)
+  t.equal((await app.inject(post(felix))).statusCode, 201)
+  t.strictSame((await app.inject(get('/health/ready'))).json(), { ready: true })
+  // Several requests at once leave several idle connections in the pool.
+  const reads = await Promise.all(Array.from({ length: 6 }, async () => app.inject(get('/cats'))))
+  t.ok(reads.every((res) => res.statusCode === 200))
+  t.ok(proxy.openSockets > 0, 'the pool holds open connections')
+
+  await t.test('the database goes away: idle connections are cut without crashing the process', async (t) => {
+    await proxy.stop()
+    t.equal(proxy.openSockets, 0)
+    // Give the pool's idle clients time to see the cut and report it (an unhandled 'error' would crash the run).
+    await sleep(200)
+    t.strictSame((await app.inject(get('/health'))).json(), { status: 'ok' })
+  })
+
+  await t.test('every cats route answers 503 in the D7 shape, with Retry-After, without hanging', async (t) => {
+    for (const request of [get('/cats'), get('/cats/1'), post(kit), put(1, { owner: 'Ana' }), del(1)]) {
+      const started = Date.now()
+      const res = await app.inject(request)
+      const label = `${request.method} ${request.url}`
+      t.ok(Date.now() - started < 3000, `${label} answers within seconds`)
+      t.equal(res.statusCode, 503, label)
+      t.strictSame(res.json(), UNAVAILABLE, label)
+      t.equal(res.headers['retry-after'], '5', label)
+    }
+    const ready = await app.inject(get('/health/ready'))
+    t.equal(ready.statusCode, 503)
+    t.strictSame(ready.json(), { ready: false, reason: 'database unavailable' })
+    const live = await app.inject(get('/health'))
+    t.equal(live.statusCode, 200, 'liveness does not depend on the database')
+  })
+
+  await t.test('the database comes back: requests succeed again and the data is still there', async (t) => {
+    await proxy.start()
+    const ready = await app.inject(get('/health/ready'))
+    t.equal(ready.statusCode, 200)
+    t.strictSame(ready.json(), { ready: true })
+    t.strictSame((await app.inject(get('/cats'))).json(), [{ id: 1, ...tom }, { id: 2, ...felix }], 'nothing was written during the outage')
+    t.strictSame((await app.inject(post(kit))).json(), { id: 3, ...kit })
+  })
+
+  await t.test('a connection cut in the middle of a transaction: 503, rolled back, and the service goes on', async (t) => {
+    proxy.cutWhen = (chunk) => chunk.includes('INSERT INTO cats')
+    const created = await app.inject(post(tom))
+    t.equal(created.statusCode, 503)
+    t.strictSame(created.json(), UNAVAILABLE)
+
+    proxy.cutWhen = (chunk) => chunk.includes('UPDATE cats SET data')
+    const updated = await app.inject(put(1, { owner: 'Ana' }))
+    t.equal(updated.statusCode, 503)
+
+    proxy.cutWhen = undefined
+    t.strictSame((await app.inject(get('/cats'))).json(), [{ id: 1, ...tom }, { id: 2, ...felix }, { id: 3, ...kit }],
+      'neither the half-done create nor the half-done update is visible')
+    t.strictSame((await app.inject(post(tom))).json(), { id: 4, ...tom }, 'the count was rolled back with the insert')
+    t.strictSame((await app.inject(put(1, { owner: 'Ana' }))).json(), { id: 1, ...tom, owner: 'Ana' })
+  })
+})
+
+t.test('a database that cannot be reached at start-up stops the app from starting', async (t) => {
+  const message = /^DATABASE_URL: could not prepare the database \(/
+  await t.test('connection refused', async (t) => {
+    const port = await closedPort()
+    await t.rejects(build(t, { DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/postgres` }), { message })
+  })
+
+  await t.test('a server that accepts connections but never answers: fails after the connection timeout, no hang', async (t) => {
+    const silent = new Set<Socket>()
+    const server = net.createServer((socket) => {
+      silent.add(socket)
+      socket.on('error', () => {})
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    t.teardown(async () => {
+      for (const socket of silent) socket.destroy()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    })
+    const address = server.address()
+    const port = typeof address === 'object' && address !== null ? address.port : 0
+    const started = Date.now()
+    await t.rejects(build(t, { DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/postgres` }), { message })
+    t.ok(Date.now() - started < 10_000, 'gives up within seconds')
+  })
+})
