@@ -1,12 +1,16 @@
 import { Buffer } from 'node:buffer'
 import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { createSigner, createVerifier } from 'fast-jwt'
-import { BoundedQueue } from '../src/auth/hash-queue.js'
-import { CatsRepository } from '../src/cats/memory-cats-store.js'
+import { HashQueue } from '../src/auth/hash-queue.js'
+import { MemoryCatsStore } from '../src/cats/memory-cats-store.js'
 import { DEMO_USERS } from '../src/auth/demo-users.js'
 import { findMergeProblems } from '../src/cats/merge-safety.js'
 import { UserStore } from '../src/auth/users.js'
 import type { Identity } from '../src/auth/schemas.js'
+import { errorBody } from '../src/http/error-body.js'
+import {
+  CollectionFull, InvalidCredentials, InvalidToken, MissingToken, retryAfterFor, RouteNotFound, TooManyLoginsInProgress, type ServiceError
+} from '../src/http/errors.js'
 
 /**
  * The reference point of the benchmark: the service's routes and semantics on
@@ -58,23 +62,29 @@ function sendEmpty (res: ServerResponse): void {
   res.end()
 }
 
-function sendError (res: ServerResponse, status: number, message: string, extra: JsonObject = {}, headers: Record<string, string> = {}): void {
-  sendJson(res, status, { statusCode: status, error: STATUS_CODES[status], message, ...extra }, headers)
+function sendError (res: ServerResponse, status: number, message: string, code: string, extra: JsonObject = {}, headers: Record<string, string> = {}): void {
+  sendJson(res, status, { statusCode: status, error: STATUS_CODES[status], message, code, ...extra }, headers)
+}
+
+/** One of the service's own errors, with the body and Retry-After the service sends for it. */
+function sendServiceError (res: ServerResponse, error: ServiceError, headers: Record<string, string> = {}): void {
+  const retryAfter = retryAfterFor(error.code)
+  sendJson(res, error.statusCode, errorBody(error), retryAfter === undefined ? headers : { ...headers, 'retry-after': String(retryAfter) })
 }
 
 function sendInvalid (res: ServerResponse, issues: Issue[]): void {
   const message = issues.map((issue) => `${issue.field} ${issue.message}`).join(', ')
-  sendError(res, 400, message, { code: 'FST_ERR_VALIDATION', validation: issues })
+  sendError(res, 400, message, 'FST_ERR_VALIDATION', { validation: issues })
 }
 
 function notFound (req: IncomingMessage, res: ServerResponse): void {
-  sendError(res, 404, `Route ${req.method} ${req.url} not found`)
+  sendServiceError(res, new RouteNotFound(String(req.method), String(req.url)))
 }
 
 /** Reads a JSON body within the limit, then calls `next`; 415, 413 or 400 otherwise. */
 function readJson (req: IncomingMessage, res: ServerResponse, limit: number, next: BodyHandler): void {
   if (!JSON_MEDIA.test(String(req.headers['content-type']))) {
-    sendError(res, 415, 'Unsupported Media Type', { code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE' })
+    sendError(res, 415, 'Unsupported Media Type', 'FST_ERR_CTP_INVALID_MEDIA_TYPE')
     return
   }
   const chunks: Buffer[] = []
@@ -85,14 +95,14 @@ function readJson (req: IncomingMessage, res: ServerResponse, limit: number, nex
   })
   req.on('end', () => {
     if (size > limit) {
-      sendError(res, 413, 'Request body is too large', { code: 'FST_ERR_CTP_BODY_TOO_LARGE' })
+      sendError(res, 413, 'Request body is too large', 'FST_ERR_CTP_BODY_TOO_LARGE')
       return
     }
     let body: unknown
     try {
       body = JSON.parse(Buffer.concat(chunks, size).toString('utf8'))
     } catch {
-      sendError(res, 400, 'Body is not valid JSON', { code: 'FST_ERR_CTP_INVALID_JSON_BODY' })
+      sendError(res, 400, 'Body is not valid JSON', 'FST_ERR_CTP_INVALID_JSON_BODY')
       return
     }
     next(res, body)
@@ -113,9 +123,9 @@ export function createBaselineServer (options: BaselineOptions): Server {
   const expiresIn = options.expiresIn ?? 3600
   const catsMax = options.catsMax ?? 100_000
   const bodyLimit = options.bodyLimit ?? 16_384
-  const hashQueue = new BoundedQueue(options.hashConcurrency ?? 2, options.hashQueueMax ?? 100, () => new Error('full'))
+  const hashQueue = new HashQueue(options.hashConcurrency ?? 2, options.hashQueueMax ?? 100, () => new Error('full'))
   const users = new UserStore(DEMO_USERS, hashQueue)
-  const cats = new CatsRepository()
+  const cats = new MemoryCatsStore()
   const sign = createSigner({ key: options.jwtSecret, algorithm: 'HS256', expiresIn: expiresIn * 1000 })
   const verify: (token: string) => JsonObject = createVerifier({
     key: options.jwtSecret,
@@ -124,7 +134,7 @@ export function createBaselineServer (options: BaselineOptions): Server {
   })
 
   function unauthorized (res: ServerResponse, tokenSent: boolean): void {
-    sendError(res, 401, tokenSent ? 'Invalid or expired access token' : 'Missing bearer token', {}, {
+    sendServiceError(res, tokenSent ? new InvalidToken() : new MissingToken(), {
       'www-authenticate': tokenSent ? 'Bearer error="invalid_token"' : 'Bearer'
     })
   }
@@ -161,11 +171,11 @@ export function createBaselineServer (options: BaselineOptions): Server {
       return sendInvalid(res, [{ field: 'body', message: 'must have a username (1-128) and a password (1-1024)' }])
     }
     users.verifyCredentials(username, password).then((user) => {
-      if (user === undefined) return sendError(res, 401, 'Invalid username or password')
+      if (user === undefined) return sendServiceError(res, new InvalidCredentials())
       const token = sign({ sub: user.id, username: user.username })
       sendJson(res, 200, { access_token: token, token_type: 'Bearer', expires_in: expiresIn })
     }, () => {
-      sendError(res, 503, 'Too many logins in progress; retry shortly', {}, { 'retry-after': '1' })
+      sendServiceError(res, new TooManyLoginsInProgress())
     })
   }
 
@@ -179,7 +189,7 @@ export function createBaselineServer (options: BaselineOptions): Server {
         ['breed', typeof breed === 'string', 'string']
       ]))
     }
-    if (cats.size >= catsMax) return sendError(res, 507, `The collection is full (${catsMax} cats); delete some first`)
+    if (cats.size >= catsMax) return sendServiceError(res, new CollectionFull(catsMax))
     sendJson(res, 201, cats.create({ name, age, breed }))
   }
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import Fastify, { type FastifyInstance } from 'fastify'
-import { apiSecurityHeaders } from '../plugins/response-headers.js'
+import { apiSecurityHeaders } from '../src/http/security-headers.js'
 import { JSON_CONTENT_TYPE } from '../src/cats/schemas.js'
 
 export interface FloorOptions {

@@ -2,9 +2,10 @@ import fp from 'fastify-plugin'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
 import { TokenClaims } from '../src/auth/schemas.js'
-import { simpleErrorBody } from '../src/http/error-handler.js'
-import { validateTokenUser } from '../src/auth/token-claims.js'
-import type { AppOptions } from '../src/app.js'
+import { errorBody } from '../src/http/error-body.js'
+import { InvalidToken, MissingToken } from '../src/http/errors.js'
+import { userStillExists } from '../src/auth/token-claims.js'
+import type { AppOptions } from '../src/app-options.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -23,15 +24,19 @@ function bearerToken (header: string | undefined): string | undefined {
   return prefix === null ? undefined : header.slice(prefix[0].length)
 }
 
-// Answers directly instead of throwing: the 401 path is hot under attack and needs no stack trace.
+// The 401 bodies, built once: the guard answers directly instead of throwing, because
+// the 401 path is hot under attack and needs no stack trace.
+const MISSING_TOKEN_BODY = errorBody(new MissingToken())
+const INVALID_TOKEN_BODY = errorBody(new InvalidToken())
+
 function refuse (reply: FastifyReply, tokenSent: boolean): FastifyReply {
   return reply.code(401)
     .header('www-authenticate', tokenSent ? 'Bearer error="invalid_token"' : 'Bearer')
-    .send(simpleErrorBody(401, tokenSent ? 'Invalid or expired access token' : 'Missing bearer token'))
+    .send(tokenSent ? INVALID_TOKEN_BODY : MISSING_TOKEN_BODY)
 }
 
 export default fp<AppOptions>(async (fastify, opts) => {
-  const validateToken = opts.validateToken ?? validateTokenUser
+  const validateToken = opts.validateToken ?? userStillExists(fastify.users)
 
   async function authenticate (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
     const token = bearerToken(request.headers.authorization)

@@ -1,12 +1,12 @@
 import fp from 'fastify-plugin'
-import { CatsRepository } from '../src/cats/memory-cats-store.js'
+import { MemoryCatsStore } from '../src/cats/memory-cats-store.js'
 import type { CatsStore, StoreLimits } from '../src/cats/cats-store.js'
 import { connect } from '../src/cats/sql-client.js'
 import { migrate, SqlCatsStore } from '../src/cats/sql-cats-store.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
-    cats: CatsStore
+    catsStore: CatsStore
   }
 }
 
@@ -25,9 +25,9 @@ async function openSqlStore (databaseUrl: string, limits: StoreLimits): Promise<
 export default fp(async (fastify) => {
   const { DATABASE_URL, CATS_MAX, BODY_LIMIT } = fastify.config
   const limits = { maxCats: CATS_MAX, maxCatBytes: BODY_LIMIT }
-  const store: CatsStore = DATABASE_URL === undefined ? new CatsRepository(limits) : await openSqlStore(DATABASE_URL, limits)
-  fastify.decorate('cats', store)
+  const store: CatsStore = DATABASE_URL === undefined ? new MemoryCatsStore(limits) : await openSqlStore(DATABASE_URL, limits)
+  fastify.decorate('catsStore', store)
   fastify.addHook('onClose', async () => {
     await store.close()
   })
-}, { name: 'cats-repository', dependencies: ['config'] })
+}, { name: 'cats-store', dependencies: ['config'] })

@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
 import { loadConfig, type Config } from '../src/config.js'
-import type { AppOptions } from '../src/app.js'
+import type { AppOptions } from '../src/app-options.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -1,9 +1,8 @@
 import fp from 'fastify-plugin'
 import underPressure from '@fastify/under-pressure'
 import type { FastifyReply } from 'fastify'
-import { simpleErrorBody } from '../src/http/error-handler.js'
-
-const RETRY_AFTER_SECONDS = 10
+import { errorBody } from '../src/http/error-body.js'
+import { Overloaded, retryAfterFor } from '../src/http/errors.js'
 
 /** Sheds load with 503 + Retry-After when the event loop lags or the heap grows past the limits. */
 export default fp(async (fastify) => {
@@ -12,8 +11,8 @@ export default fp(async (fastify) => {
     maxEventLoopDelay: MAX_EVENT_LOOP_DELAY_MS,
     maxHeapUsedBytes: MAX_HEAP_USED_BYTES,
     pressureHandler: (_request, reply: FastifyReply) => {
-      reply.code(503).header('retry-after', String(RETRY_AFTER_SECONDS))
-        .send(simpleErrorBody(503, 'The server is overloaded; retry shortly'))
+      const error = new Overloaded()
+      reply.code(error.statusCode).header('retry-after', String(retryAfterFor(error.code))).send(errorBody(error))
     }
   })
 }, { name: 'under-pressure', dependencies: ['config'] })

@@ -1,9 +1,10 @@
 import fp from 'fastify-plugin'
-import { BoundedQueue } from '../src/auth/hash-queue.js'
-import { httpError } from '../src/http/error-handler.js'
+import { HashQueue } from '../src/auth/hash-queue.js'
+import { TooManyLoginsInProgress } from '../src/http/errors.js'
 import { DEMO_USERS } from '../src/auth/demo-users.js'
-import { loadUsersFile, UserStore, type UserRecord } from '../src/auth/users.js'
-import type { AppOptions } from '../src/app.js'
+import { UserStore } from '../src/auth/users.js'
+import { loadUsersFile, type UserRecord } from '../src/auth/users-file.js'
+import type { AppOptions } from '../src/app-options.js'
 import type { FastifyInstance } from 'fastify'
 
 declare module 'fastify' {
@@ -25,7 +26,6 @@ function chooseUsers (fastify: FastifyInstance, opts: AppOptions): readonly User
 
 export default fp<AppOptions>(async (fastify, opts) => {
   const { HASH_CONCURRENCY, HASH_QUEUE_MAX } = fastify.config
-  const hashQueue = new BoundedQueue(HASH_CONCURRENCY, HASH_QUEUE_MAX, () =>
-    httpError(503, 'Too many logins in progress; retry shortly', { headers: { 'retry-after': '1' } }))
+  const hashQueue = new HashQueue(HASH_CONCURRENCY, HASH_QUEUE_MAX, () => new TooManyLoginsInProgress())
   fastify.decorate('users', new UserStore(chooseUsers(fastify, opts), hashQueue))
 }, { name: 'users', dependencies: ['config'] })

@@ -1,20 +1,11 @@
 import { join } from 'node:path'
 import AutoLoad from '@fastify/autoload'
 import type { FastifyPluginAsync } from 'fastify'
-import type { ConfigInput } from './config.js'
-import type { UserRecord } from './auth/users.js'
-import type { ValidateToken } from './auth/token-claims.js'
+import type { AppOptions } from './app-options.js'
 import { createValidatorCompiler } from './http/validator-compiler.js'
 import { errorHandler, notFoundHandler } from './http/error-handler.js'
 
-export interface AppOptions {
-  /** The settings of the service, with the same keys and rules as the environment (see README). */
-  config: ConfigInput
-  /** Accounts that may log in; when absent, USERS_FILE or the demo users are used. */
-  users?: readonly UserRecord[]
-  /** Replaces the check that turns verified token claims into the request's identity. */
-  validateToken?: ValidateToken
-}
+export type { AppOptions }
 
 const root = join(import.meta.dirname, '..')
 

@@ -6,14 +6,14 @@ import Fastify from 'fastify'
 import serviceApp from '../src/app.js'
 import { build, bearer, logCapture, tokenFor, testConfig } from './support/app.js'
 
-t.test('D15: an unknown route gets 404 in the error shape', async (t) => {
+t.test('an unknown route gets 404 in the error shape', async (t) => {
   const app = await build(t)
   const res = await app.inject('/nope')
   t.equal(res.statusCode, 404)
-  t.strictSame(res.json(), { statusCode: 404, error: 'Not Found', message: 'Route GET /nope not found' })
+  t.strictSame(res.json(), { statusCode: 404, error: 'Not Found', message: 'Route GET /nope not found', code: 'HTTP_ERR_ROUTE_NOT_FOUND' })
 })
 
-t.test('D15: malformed JSON gets 400 in the error shape', async (t) => {
+t.test('malformed JSON gets 400 in the error shape', async (t) => {
   const app = await build(t)
   const res = await app.inject({ method: 'POST', url: '/cats', payload: '{"name": "Tom",', headers: { 'content-type': 'application/json' } })
   t.equal(res.statusCode, 400)
@@ -21,7 +21,7 @@ t.test('D15: malformed JSON gets 400 in the error shape', async (t) => {
   t.strictSame(Object.keys(res.json()).sort(), ['code', 'error', 'message', 'statusCode'])
 })
 
-t.test('D15: a body over BODY_LIMIT gets 413', async (t) => {
+t.test('a body over BODY_LIMIT gets 413', async (t) => {
   const app = await build(t, { BODY_LIMIT: 1024 })
   const payload = JSON.stringify({ name: 'x'.repeat(2000), age: 1, breed: 'y' })
   for (const [method, url] of [['POST', '/cats'], ['PUT', '/cats/1'], ['POST', '/auth/login']] as const) {
@@ -31,7 +31,7 @@ t.test('D15: a body over BODY_LIMIT gets 413', async (t) => {
   }
 })
 
-t.test('D15: a non-JSON body on a JSON route gets 415', async (t) => {
+t.test('a non-JSON body on a JSON route gets 415', async (t) => {
   const app = await build(t)
   for (const [method, url] of [['POST', '/cats'], ['PUT', '/cats/1']] as const) {
     const res = await app.inject({ method, url, payload: 'name=Tom', headers: { 'content-type': 'text/plain' } })
@@ -40,7 +40,7 @@ t.test('D15: a non-JSON body on a JSON route gets 415', async (t) => {
   }
 })
 
-t.test('D7: an unexpected error is a 500 that says only that, and is logged', async (t) => {
+t.test('an unexpected error is a 500 that says only that, and is logged', async (t) => {
   const { stream, text: logged } = logCapture()
   const app = Fastify({ logger: { level: 'error', stream } })
   await app.register(serviceApp, {
@@ -51,22 +51,22 @@ t.test('D7: an unexpected error is a 500 that says only that, and is logged', as
   const signer = await build(t)
   const res = await app.inject({ url: '/profile', headers: bearer(tokenFor(signer)) })
   t.equal(res.statusCode, 500)
-  t.strictSame(res.json(), { statusCode: 500, error: 'Internal Server Error', message: 'An internal error occurred' })
+  t.strictSame(res.json(), { statusCode: 500, error: 'Internal Server Error', message: 'An internal error occurred', code: 'HTTP_ERR_INTERNAL' })
   t.notMatch(res.body, /secret|exploded|at /)
   t.match(logged(), /database at \/var\/secret\/path exploded/, 'the real error is in the log')
 })
 
-t.test('R1: invalid plugin options stop the app from starting, naming the setting', async (t) => {
+t.test('invalid plugin options stop the app from starting, naming the setting', async (t) => {
   const app = Fastify()
   await t.rejects(async () => app.register(serviceApp, { config: { JWT_SECRET: 'short' } }).ready(), /JWT_SECRET must NOT have fewer than 32 characters/)
 })
 
-t.test('R2: with NODE_ENV=production the app refuses to start without users', async (t) => {
+t.test('with NODE_ENV=production the app refuses to start without users', async (t) => {
   const app = Fastify()
   await t.rejects(async () => app.register(serviceApp, { config: { ...testConfig, NODE_ENV: 'production' } }).ready(), /USERS_FILE is required/)
 })
 
-t.test('R2: the demo users come with a warning in the log', async (t) => {
+t.test('the demo users come with a warning in the log', async (t) => {
   const { stream, text: logged } = logCapture()
   const app = Fastify({ logger: { level: 'warn', stream } })
   await app.register(serviceApp, { config: testConfig })
@@ -75,7 +75,7 @@ t.test('R2: the demo users come with a warning in the log', async (t) => {
   t.match(logged(), /USERS_FILE is not set: using the demo users/)
 })
 
-t.test('R2: USERS_FILE replaces the demo users', async (t) => {
+t.test('USERS_FILE replaces the demo users', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'users-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const file = join(dir, 'users.json')
@@ -86,7 +86,7 @@ t.test('R2: USERS_FILE replaces the demo users', async (t) => {
   t.equal((await login('john', 'changeme')).statusCode, 401, 'demo users are gone')
 })
 
-t.test('R2: a malformed USERS_FILE stops start-up with a clear message', async (t) => {
+t.test('a malformed USERS_FILE stops start-up with a clear message', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'users-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const file = join(dir, 'users.json')

@@ -17,14 +17,14 @@ t.test('the test secret is exactly 32 characters', async (t) => {
   t.equal(SECRET.length, 32)
 })
 
-t.test('R1: loadConfig fills in the documented defaults', async (t) => {
+t.test('loadConfig fills in the documented defaults', async (t) => {
   const config = loadConfig({ JWT_SECRET: SECRET })
   t.equal(config.JWT_SECRET, SECRET)
   t.equal(config.JWT_EXPIRES_IN, '60m')
   t.equal(config.PORT, 3000)
   t.equal(config.HOST, '127.0.0.1')
   t.equal(config.LOG_LEVEL, 'info')
-  t.equal(config.CATS_AUTH, 'public', 'D14: /cats is public by default')
+  t.equal(config.CATS_AUTH, 'public', '/cats is public by default')
   t.equal(config.NODE_ENV, 'development')
   t.equal(config.TRUST_PROXY, 'false')
   t.equal(config.DOCS_ENABLED, true)
@@ -42,14 +42,14 @@ t.test('every setting with a default in the schema gets it', async (t) => {
   t.strictSame(Object.keys(values).sort(), ['JWT_SECRET', ...defaulted].sort(), 'nothing else is added')
 })
 
-t.test('R1: optional settings without defaults stay absent', async (t) => {
+t.test('optional settings without defaults stay absent', async (t) => {
   const config = loadConfig({ JWT_SECRET: SECRET })
   t.notOk('USERS_FILE' in config)
   t.notOk('JWT_ISSUER' in config)
   t.notOk('JWT_AUDIENCE' in config)
 })
 
-t.test('R1: values from environment strings are coerced to their types', async (t) => {
+t.test('values from environment strings are coerced to their types', async (t) => {
   const config = loadConfig({
     JWT_SECRET: SECRET,
     PORT: '8080',
@@ -80,14 +80,14 @@ t.test('R1: values from environment strings are coerced to their types', async (
   t.equal(loadConfig({ JWT_SECRET: SECRET, DOCS_ENABLED: 'true' }).DOCS_ENABLED, true)
 })
 
-t.test('R4: plugin options may give typed values instead of strings', async (t) => {
+t.test('plugin options may give typed values instead of strings', async (t) => {
   const config = loadConfig({ JWT_SECRET: SECRET, PORT: 0, DOCS_ENABLED: false, CATS_AUTH: 'required' })
   t.equal(config.PORT, 0)
   t.equal(config.DOCS_ENABLED, false)
   t.equal(config.CATS_AUTH, 'required')
 })
 
-t.test('R1: loadConfig reads only what it is given, never process.env', async (t) => {
+t.test('loadConfig reads only what it is given, never process.env', async (t) => {
   const saved = process.env.PORT
   process.env.PORT = '1234'
   t.teardown(() => {
@@ -103,32 +103,32 @@ t.test('loadConfig does not change the object it is given', async (t) => {
   t.strictSame(source, { JWT_SECRET: SECRET, PORT: '8080', SOMETHING_ELSE: 'kept' })
 })
 
-t.test('R1: a missing JWT_SECRET throws, naming it', async (t) => {
+t.test('a missing JWT_SECRET throws, naming it', async (t) => {
   t.match(configError({}), /JWT_SECRET/)
   t.match(configError({ PORT: '3000' }), /JWT_SECRET/)
 })
 
-t.test('R1: a JWT_SECRET shorter than 32 characters throws, naming it and the length', async (t) => {
+t.test('a JWT_SECRET shorter than 32 characters throws, naming it and the length', async (t) => {
   const message = configError({ JWT_SECRET: SECRET.slice(1) })
   t.match(message, /JWT_SECRET/)
   t.match(message, /32/)
   t.match(configError({ JWT_SECRET: '' }), /JWT_SECRET/)
 })
 
-t.test('R1: a bad PORT throws, naming it', async (t) => {
+t.test('a bad PORT throws, naming it', async (t) => {
   for (const port of ['abc', '80.5', '-1', '65536', '', 'true']) {
     t.match(configError({ JWT_SECRET: SECRET, PORT: port }), /PORT/, `PORT=${JSON.stringify(port)}`)
   }
   t.equal(loadConfig({ JWT_SECRET: SECRET, PORT: '65535' }).PORT, 65535, 'the top of the range is accepted')
 })
 
-t.test('R1: a bad JWT_EXPIRES_IN throws, naming it', async (t) => {
+t.test('a bad JWT_EXPIRES_IN throws, naming it', async (t) => {
   for (const duration of ['60', '60x', '1w', '0m', '-5m', '1.5h', '60 m', '', '1234567890s']) {
     t.match(configError({ JWT_SECRET: SECRET, JWT_EXPIRES_IN: duration }), /JWT_EXPIRES_IN/, `JWT_EXPIRES_IN=${JSON.stringify(duration)}`)
   }
 })
 
-t.test('R1: other bad values throw, naming the variable', async (t) => {
+t.test('other bad values throw, naming the variable', async (t) => {
   const cases: Record<string, string> = {
     LOG_LEVEL: 'loud',
     CATS_AUTH: 'yes',
@@ -144,13 +144,13 @@ t.test('R1: other bad values throw, naming the variable', async (t) => {
   }
 })
 
-t.test('R1: several bad values are reported at once', async (t) => {
+t.test('several bad values are reported at once', async (t) => {
   const message = configError({ JWT_SECRET: 'short', PORT: 'abc', JWT_EXPIRES_IN: 'forever', CATS_AUTH: 'sometimes' })
   for (const name of ['JWT_SECRET', 'PORT', 'JWT_EXPIRES_IN', 'CATS_AUTH']) t.match(message, new RegExp(name), name)
   t.match(configError({ PORT: 'abc' }), /JWT_SECRET[^]*PORT|PORT[^]*JWT_SECRET/, 'a missing variable and a bad one together')
 })
 
-t.test('R1: a bad choice says which values are expected', async (t) => {
+t.test('a bad choice says which values are expected', async (t) => {
   t.match(configError({ JWT_SECRET: SECRET, LOG_LEVEL: 'loud' }), /info/, 'LOG_LEVEL lists its levels')
   t.match(configError({ JWT_SECRET: SECRET, CATS_AUTH: 'yes' }), /required/, 'CATS_AUTH lists public and required')
 })

@@ -3,7 +3,7 @@ import Fastify from 'fastify'
 import serviceApp from '../src/app.js'
 import { testConfig } from './support/app.js'
 
-t.test('R4: the service registers into a host app under a prefix without leaking', async (t) => {
+t.test('the service registers into a host app under a prefix without leaking', async (t) => {
   const host = Fastify()
   host.get('/health', async () => ({ host: true }))
   host.post('/echo', async (request) => ({ received: request.body }))
@@ -38,7 +38,7 @@ t.test('R4: the service registers into a host app under a prefix without leaking
   t.equal(host.hasRequestDecorator('user'), false)
 })
 
-t.test('R4: two embedded instances keep separate state', async (t) => {
+t.test('two embedded instances keep separate state', async (t) => {
   const host = Fastify()
   await host.register(serviceApp, { prefix: '/a', config: testConfig })
   await host.register(serviceApp, { prefix: '/b', config: testConfig })

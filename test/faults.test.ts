@@ -1,11 +1,11 @@
 import t, { type Test } from 'tap'
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
 import { once } from 'node:events'
-import { connect, type Socket } from 'node:net'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { loadConfig } from '../src/config.js'
 import { TEST_SECRET } from './support/app.js'
+import { exchange, firstBody, head, jsonHead, parseJson, type HttpResponse } from './support/raw-http.js'
 
 // Fault tests over real sockets against one spawned compiled server: clients that
 // vanish, lie about Content-Length, drip headers, send huge headers or bodies.
@@ -59,107 +59,6 @@ async function startServer (): Promise<Running> {
     child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${output}`)))
   })
   return { child, port, output: () => output }
-}
-
-interface HttpResponse {
-  status: number
-  headers: Record<string, string>
-  body: string
-}
-
-interface Exchange {
-  /** Every complete response read from the socket, in order. */
-  responses: HttpResponse[]
-  raw: string
-  /** From connect until the socket closed. */
-  closedAfterMs: number
-  /** The socket error code seen by the client, if any (e.g. ECONNRESET). */
-  error: string | undefined
-  /** True when the client gave up (its safety cap) instead of the server closing. */
-  timedOut: boolean
-}
-
-interface Connection {
-  socket: Socket
-  closed: () => boolean
-}
-
-/** Parses back-to-back HTTP/1.1 responses with Content-Length bodies (all this server sends). */
-function parseResponses (raw: string): HttpResponse[] {
-  const responses: HttpResponse[] = []
-  let rest = raw
-  for (let i = 0; i < 10 && rest.length > 0; i++) {
-    const end = rest.indexOf('\r\n\r\n')
-    if (end === -1) break
-    const [statusLine, ...lines] = rest.slice(0, end).split('\r\n')
-    const match = /^HTTP\/1\.1 (\d{3}) /.exec(statusLine)
-    if (match === null) break
-    const headers: Record<string, string> = {}
-    for (const line of lines) {
-      const colon = line.indexOf(':')
-      headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim()
-    }
-    const length = Number(headers['content-length'] ?? '0')
-    responses.push({ status: Number(match[1]), headers, body: rest.slice(end + 4, end + 4 + length) })
-    rest = rest.slice(end + 4 + length)
-  }
-  return responses
-}
-
-/**
- * Opens a socket, lets `send` write to it, and collects everything until the
- * socket closes (or the client's safety cap destroys it, so nothing hangs).
- */
-function exchange (port: number, send: (connection: Connection) => Promise<void> | void, capMs: number): Promise<Exchange> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: HOST, port })
-    const chunks: Buffer[] = []
-    let error: string | undefined
-    let closed = false
-    let timedOut = false
-    let started = Date.now()
-    const cap = setTimeout(() => {
-      timedOut = true
-      socket.destroy()
-    }, capMs)
-    socket.on('data', (chunk: Buffer) => { chunks.push(chunk) })
-    socket.on('error', (err) => {
-      error ??= 'code' in err && typeof err.code === 'string' ? err.code : err.message
-    })
-    socket.on('close', () => {
-      closed = true
-      clearTimeout(cap)
-      const raw = Buffer.concat(chunks).toString('latin1')
-      resolve({ responses: parseResponses(raw), raw, closedAfterMs: Date.now() - started, error, timedOut })
-    })
-    socket.once('connect', () => {
-      started = Date.now()
-      Promise.resolve(send({ socket, closed: () => closed })).catch((err: unknown) => {
-        error ??= String(err)
-        socket.destroy()
-      })
-    })
-  })
-}
-
-/** The head of a request; `Connection: close` so that every exchange ends with the server closing. */
-function head (method: string, path: string, headers: Record<string, string | number> = {}): string {
-  const all = { host: HOST, connection: 'close', ...headers }
-  return [`${method} ${path} HTTP/1.1`, ...Object.entries(all).map(([name, value]) => `${name}: ${value}`)].join('\r\n') + '\r\n\r\n'
-}
-
-function jsonHead (method: string, path: string, contentLength: number, headers: Record<string, string> = {}): string {
-  return head(method, path, { 'content-type': 'application/json', 'content-length': contentLength, ...headers })
-}
-
-function parseJson (response: HttpResponse): unknown {
-  return response.body === '' ? undefined : JSON.parse(response.body)
-}
-
-/** The parsed body of the first response of an exchange; undefined when there was none. */
-function firstBody (result: Exchange): unknown {
-  const [response] = result.responses
-  return response === undefined ? undefined : parseJson(response)
 }
 
 function base64url (value: unknown): string {
@@ -256,7 +155,7 @@ t.test('2a. Content-Length larger than the body sent: 408 at the request timeout
   t.equal(healthDuringWait, 200, 'other clients are answered while the lying client waits')
   t.notOk(result.timedOut, 'the server closed the connection; the client did not have to give up')
   t.strictSame(result.responses.map((response) => response.status), [408], 'one 408 answer, no 5xx')
-  t.match(firstBody(result), { statusCode: 408 })
+  t.match(firstBody(result), { statusCode: 408, code: 'HTTP_ERR_CLIENT_TIMEOUT' })
   t.ok(result.closedAfterMs >= REQUEST_TIMEOUT_MS - 100, `closed after the request timeout (${result.closedAfterMs} ms)`)
   t.ok(result.closedAfterMs < REQUEST_TIMEOUT_MS + CHECK_INTERVAL_MS + 2000, `closed soon after the request timeout (${result.closedAfterMs} ms)`)
   await assertHealthy(t, 'after the 408')
@@ -272,7 +171,7 @@ t.test('2b. Content-Length smaller than the body sent: the rest is a malformed n
     const statuses = result.responses.map((response) => response.status)
     // The parse error of the trailing bytes closes the socket before the create's 201 can be written.
     t.strictSame(statuses, [400], 'only the 400 for the trailing bytes reaches the client (the 201 is lost with the socket)')
-    t.match(firstBody(result), { statusCode: 400, error: 'Bad Request' })
+    t.match(firstBody(result), { statusCode: 400, error: 'Bad Request', code: 'HTTP_ERR_MALFORMED_REQUEST' })
     t.notOk(statuses.some((status) => status >= 500), 'no 5xx')
     t.strictSame(await listCats(), [{ id: 1, name: 'Tom', age: 3, breed: 'Siamese' }], 'the valid declared body was stored exactly once')
     await clearCats()
@@ -333,7 +232,7 @@ t.test('4. request headers: over MAX_HEADER_BYTES → 431, a forged token under 
     const response = await request('GET', '/profile', { headers: { authorization: `Bearer ${token}` } })
     t.equal(response.status, 401, `a ${token.length}-byte forged token gets 401`)
     t.equal(response.headers['www-authenticate'], 'Bearer error="invalid_token"')
-    t.strictSame(parseJson(response), { statusCode: 401, error: 'Unauthorized', message: 'Invalid or expired access token' })
+    t.strictSame(parseJson(response), { statusCode: 401, error: 'Unauthorized', message: 'Invalid or expired access token', code: 'AUTH_ERR_INVALID_TOKEN' })
   }
 
   for (const size of [40_000, 100_000]) {
@@ -342,7 +241,7 @@ t.test('4. request headers: over MAX_HEADER_BYTES → 431, a forged token under 
     }, 5000)
     t.notOk(result.timedOut, `${size}-byte header: the server closed the connection`)
     t.strictSame(result.responses.map((response) => response.status), [431], `${size}-byte header: 431, not a 5xx`)
-    t.match(firstBody(result), { statusCode: 431 })
+    t.match(firstBody(result), { statusCode: 431, code: 'HTTP_ERR_HEADERS_TOO_LARGE' })
   }
   await assertHealthy(t, 'after the oversized headers')
 })

@@ -254,7 +254,7 @@ if (TEST_REDIS_URL === undefined) {
     const account = `nobody-${randomBytes(6).toString('hex')}`
     const perAccount = await alternateFailedLogins([a, b], randomAddress, () => account)
     t.strictSame(perAccount.map((answer) => answer.status), [401, 401, 401, 429], 'A, B, A fail with 401; the 4th attempt (on B) is refused')
-    t.match(perAccount[3].body, { statusCode: 429, error: 'Too Many Requests', message: /Too many login attempts/ })
+    t.match(perAccount[3].body, { statusCode: 429, error: 'Too Many Requests', message: /Too many login attempts/, code: 'AUTH_ERR_TOO_MANY_ATTEMPTS' })
     t.match(perAccount[3].headers.get('retry-after'), /^[1-9][0-9]*$/, '429 carries Retry-After')
 
     // Per client: one address, a new username each time.

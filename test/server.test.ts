@@ -38,7 +38,7 @@ async function json (response: Response): Promise<unknown> {
   return response.headers.get('content-length') === '0' ? undefined : response.json()
 }
 
-t.test('R3: the compiled server serves every route over HTTP and stops cleanly on SIGTERM', async (t) => {
+t.test('the compiled server serves every route over HTTP and stops cleanly on SIGTERM', async (t) => {
   const { child, base, output } = await startServer()
   const exited = once(child, 'exit')
   t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
@@ -84,7 +84,7 @@ t.test('R3: the compiled server serves every route over HTTP and stops cleanly o
   t.notMatch(output(), /changeme|secret"/, 'passwords never appear in the log')
 })
 
-t.test('R1: invalid configuration stops the server before it listens, naming the variable', async (t) => {
+t.test('invalid configuration stops the server before it listens, naming the variable', async (t) => {
   const child = spawn(process.execPath, [serverFile], { env: { ...baseEnv, JWT_SECRET: 'short', PORT: 'abc' } })
   let stderr = ''
   child.stderr.on('data', (chunk) => { stderr += String(chunk) })
@@ -94,7 +94,7 @@ t.test('R1: invalid configuration stops the server before it listens, naming the
   t.match(stderr, /PORT must be integer/)
 })
 
-t.test('R2: NODE_ENV=production without USERS_FILE exits non-zero with a message', async (t) => {
+t.test('NODE_ENV=production without USERS_FILE exits non-zero with a message', async (t) => {
   const child = spawn(process.execPath, [serverFile], { env: { ...baseEnv, JWT_SECRET: TEST_SECRET, PORT: '0', NODE_ENV: 'production' } })
   let output = ''
   child.stdout.on('data', (chunk) => { output += String(chunk) })
@@ -114,7 +114,7 @@ async function runCli (file: string, args: string[], stdin: string, env: Record<
   return { code, stdout, stderr }
 }
 
-t.test('R2: hash-password reads standard input and prints a hash that verifies', async (t) => {
+t.test('hash-password reads standard input and prints a hash that verifies', async (t) => {
   const { code, stdout } = await runCli('hash-password.js', [], 'correct horse\n')
   t.equal(code, 0)
   const hash = stdout.trim()

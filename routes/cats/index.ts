@@ -4,25 +4,24 @@ import {
   CatIdParams, CatReply, CreateCatBody, DeleteReply, JSON_CONTENT_TYPE, JsonText, StoredCat, StoredCatList, UpdateCatBody
 } from '../../src/cats/schemas.js'
 import { BEARER_SECURITY, ErrorReply } from '../../src/http/schemas.js'
-import { httpError, validationError } from '../../src/http/error-handler.js'
+import { LowMemory } from '../../src/http/errors.js'
+import { invalidRequest } from '../../src/http/validation-issues.js'
+import { writesAllowed } from '../../src/cats/memory-guard.js'
 import { findMergeProblems } from '../../src/cats/merge-safety.js'
 
 const cats: FastifyPluginAsyncTypebox = async (fastify) => {
   const { CATS_AUTH, WRITE_HEAP_RATIO } = fastify.config
-  // D14: public by default; CATS_AUTH=required puts the token guard on every route here.
+  // Public by default; CATS_AUTH=required puts the token guard on every route here.
   const guarded = CATS_AUTH === 'required'
   const guard = guarded ? { onRequest: fastify.authenticate } : {}
   const security = guarded ? { security: BEARER_SECURITY } : {}
   const authErrors = guarded ? { 401: ErrorReply } : {}
   const catId = (params: CatIdParams): number => Number(params.id)
 
-  // A safety net below CATS_MAX: writes stop before the heap runs out, reads and deletes go on.
-  // heapUsed is under-pressure's once-a-second sample, so this costs nothing per request.
-  const heapBudget = getHeapStatistics().heap_size_limit * WRITE_HEAP_RATIO
+  // heapUsed is under-pressure's once-a-second sample, so the check costs nothing per request.
+  const canWrite = writesAllowed(getHeapStatistics().heap_size_limit, WRITE_HEAP_RATIO, () => fastify.memoryUsage().heapUsed)
   const assertMemoryForWrites = (): void => {
-    if (fastify.memoryUsage().heapUsed > heapBudget) {
-      throw httpError(507, 'The server is low on memory; delete some cats first')
-    }
+    if (!canWrite()) throw new LowMemory()
   }
 
   fastify.post('', {
@@ -36,7 +35,7 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request, reply) => {
     assertMemoryForWrites()
-    const cat = await fastify.cats.create(request.body)
+    const cat = await fastify.catsStore.create(request.body)
     reply.code(201)
     return cat
   })
@@ -50,7 +49,7 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 200: JsonText(StoredCatList), ...authErrors, 503: ErrorReply }
     }
   }, async (_request, reply) => {
-    const json = await fastify.cats.listJson()
+    const json = await fastify.catsStore.listJson()
     reply.type(JSON_CONTENT_TYPE)
     return json
   })
@@ -65,7 +64,7 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 200: JsonText(StoredCat), 400: ErrorReply, ...authErrors, 503: ErrorReply }
     }
   }, async (request, reply) => {
-    const json = await fastify.cats.findJson(catId(request.params))
+    const json = await fastify.catsStore.findJson(catId(request.params))
     if (json === undefined) return
     reply.type(JSON_CONTENT_TYPE)
     return json
@@ -83,9 +82,9 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request) => {
     const problems = findMergeProblems(request.body)
-    if (problems.length > 0) throw validationError('body', problems)
+    if (problems.length > 0) throw invalidRequest('body', problems)
     assertMemoryForWrites()
-    return fastify.cats.update(catId(request.params), request.body)
+    return fastify.catsStore.update(catId(request.params), request.body)
   })
 
   fastify.delete('/:id', {
@@ -98,7 +97,7 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 200: DeleteReply, 400: ErrorReply, ...authErrors, 503: ErrorReply }
     }
   }, async (request) => {
-    await fastify.cats.remove(catId(request.params))
+    await fastify.catsStore.remove(catId(request.params))
     return { deleted: true as const }
   })
 }

@@ -21,7 +21,7 @@ const health: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 200: Readiness, 503: Readiness }
     }
   }, async (_request, reply) => {
-    const reason = fastify.isUnderPressure() ? 'overloaded' : await fastify.cats.isReady() ? undefined : 'database unavailable'
+    const reason = fastify.isUnderPressure() ? 'overloaded' : await fastify.catsStore.isReady() ? undefined : 'database unavailable'
     if (reason === undefined) return { ready: true }
     reply.code(503)
     return { ready: false, reason }

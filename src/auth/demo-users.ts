@@ -1,4 +1,4 @@
-import type { UserRecord } from './users.js'
+import type { UserRecord } from './users-file.js'
 
 /**
  * Used when no USERS_FILE is configured (development only). The passwords are

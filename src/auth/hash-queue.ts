@@ -3,7 +3,7 @@
  * `maxWaiting` waiting; beyond that a task is refused at once with the
  * error from `whenFull`, so a flood cannot pile up unbounded memory.
  */
-export class BoundedQueue {
+export class HashQueue {
   readonly #concurrency: number
   readonly #maxWaiting: number
   #running = 0

@@ -1,32 +1,8 @@
 import type { CreateCatBody, StoredCat, UpdateCatBody } from './schemas.js'
-import { assignFields, collectionFull, mergeWithinLimit, NO_LIMITS, type CatsStore, type StoreLimits } from './cats-store.js'
-
-/** The cats that share one id, earliest created first. Only the head is ever removed. */
-class IdQueue {
-  readonly #cats: StoredCat[] = []
-  #head = 0
-
-  get first (): StoredCat | undefined {
-    return this.#cats[this.#head]
-  }
-
-  get size (): number {
-    return this.#cats.length - this.#head
-  }
-
-  push (cat: StoredCat): void {
-    this.#cats.push(cat)
-  }
-
-  shift (): void {
-    this.#head++
-    // Compact once the removed part dominates, keeping removal O(1) amortized.
-    if (this.#head * 2 > this.#cats.length) {
-      this.#cats.splice(0, this.#head)
-      this.#head = 0
-    }
-  }
-}
+import { NO_LIMITS, type CatsStore, type StoreLimits } from './cats-store.js'
+import { IdQueue, nextCatId } from './id-assignment.js'
+import { assignFields, mergeWithinLimit } from './merge-rules.js'
+import { CollectionFullError } from './store-errors.js'
 
 /**
  * In-memory cats with the specified semantics: a new cat's id is the number of
@@ -34,7 +10,7 @@ class IdQueue {
  * act on the earliest created cat with that id. Every operation but list is O(1).
  * Methods are synchronous; callers may await them like any CatsStore.
  */
-export class CatsRepository implements CatsStore {
+export class MemoryCatsStore implements CatsStore {
   /** Every cat in creation order, with its JSON text: reads send that text without serializing again. */
   readonly #inCreationOrder = new Map<StoredCat, string>()
   readonly #byId = new Map<number, IdQueue>()
@@ -70,8 +46,8 @@ export class CatsRepository implements CatsStore {
   }
 
   create (fields: CreateCatBody): StoredCat {
-    if (this.size >= this.#limits.maxCats) throw collectionFull(this.#limits.maxCats)
-    const cat: StoredCat = { id: this.size + 1, name: fields.name, age: fields.age, breed: fields.breed }
+    if (this.size >= this.#limits.maxCats) throw new CollectionFullError(this.#limits.maxCats)
+    const cat: StoredCat = { id: nextCatId(this.size), name: fields.name, age: fields.age, breed: fields.breed }
     this.#inCreationOrder.set(cat, JSON.stringify(cat))
     let queue = this.#byId.get(cat.id)
     if (queue === undefined) {

@@ -1,4 +1,4 @@
-import type { FieldError } from '../http/error-handler.js'
+import type { FieldError } from '../http/validation-issues.js'
 
 /** How deep a PUT body may nest; the body object itself is level 1. */
 export const MAX_MERGE_DEPTH = 32

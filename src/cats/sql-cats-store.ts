@@ -1,6 +1,7 @@
 import type { CreateCatBody, StoredCat, UpdateCatBody } from './schemas.js'
-import { collectionFull, mergeWithinLimit, NO_LIMITS, type CatsStore, type StoreLimits } from './cats-store.js'
-import { httpError } from '../http/error-handler.js'
+import { NO_LIMITS, type CatsStore, type StoreLimits } from './cats-store.js'
+import { mergeWithinLimit } from './merge-rules.js'
+import { CatTooLargeError, CollectionFullError, StoreUnavailableError } from './store-errors.js'
 import type { SqlClient } from './sql-client.js'
 
 /**
@@ -41,7 +42,7 @@ interface LockedRow extends DataRow {
   seq: string
 }
 
-/** The earliest created cat with the id $1: read, update and delete act on it (D9). */
+/** The earliest created cat with the id $1: read, update and delete act on it. */
 const EARLIEST_WITH_ID = 'FROM cats WHERE id = $1 ORDER BY seq LIMIT 1'
 
 const CREATE = `
@@ -103,7 +104,7 @@ export class SqlCatsStore implements CatsStore {
       // One statement: the cats_count row lock serializes creates across instances but is held only
       // inside PostgreSQL. The JSON is built as JSON.stringify({ id, name, age, breed }) would write it.
       const [row] = await this.#client.query<DataRow>(CREATE, [Math.min(maxCats, Number.MAX_SAFE_INTEGER), JSON.stringify({ name, age, breed })])
-      if (row === undefined) throw collectionFull(maxCats)
+      if (row === undefined) throw new CollectionFullError(maxCats)
       return row.data
     })
   }
@@ -131,13 +132,13 @@ export class SqlCatsStore implements CatsStore {
     await this.#client.close()
   }
 
-  /** Database failures become a 503 the client can retry; the store's own 4xx/5xx pass through. */
+  /** Any database failure becomes StoreUnavailableError; the store's own refusals pass through. */
   async #guard<T> (work: () => Promise<T>): Promise<T> {
     try {
       return await work()
     } catch (error) {
-      if (error instanceof Error && 'statusCode' in error) throw error
-      throw httpError(503, 'The database is unavailable; retry shortly', { headers: { 'retry-after': '5' }, cause: error })
+      if (error instanceof CollectionFullError || error instanceof CatTooLargeError) throw error
+      throw new StoreUnavailableError(error)
     }
   }
 }

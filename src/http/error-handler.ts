@@ -1,76 +1,51 @@
-import { STATUS_CODES } from 'node:http'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import type { ErrorReply, ValidationIssue } from './schemas.js'
+import { CatTooLargeError, CollectionFullError, StoreUnavailableError } from '../cats/store-errors.js'
+import { errorBody } from './error-body.js'
+import { CatTooLarge, CollectionFull, InternalError, isServiceError, retryAfterFor, RouteNotFound, StoreUnavailable } from './errors.js'
 
-/** The subset of an Ajv error that the error handler reads. */
-export interface FieldError {
-  instancePath: string
-  message?: string
-  params?: Record<string, unknown>
-}
+// A 4xx raised without a code of its own (not by Fastify, which names all of its errors).
+const GENERIC_CLIENT_ERROR_CODE = 'HTTP_ERR_BAD_REQUEST'
+const INTERNAL = new InternalError()
+import { toIssues, type FieldError } from './validation-issues.js'
 
-export interface HttpError extends Error {
-  statusCode: number
-  /** The message is meant for the client, even on a 5xx. */
-  expose?: boolean
+/** What the handler reads of an error: Fastify's, ours, or anything thrown. */
+export interface ThrownError extends Error {
+  statusCode?: number
   code?: string
-  headers?: Record<string, string>
   validation?: FieldError[]
   validationContext?: string
+  /** Seconds for Retry-After when it depends on the case (e.g. how long a lock lasts). */
+  retryAfter?: number
 }
 
-/** An error with an HTTP status, for failures the client caused. */
-export function httpError (statusCode: number, message: string, extra: Partial<HttpError> = {}): HttpError {
-  return Object.assign(new Error(message), { statusCode, expose: true }, extra)
+/** The one place where the stores' domain errors get their HTTP meaning. */
+function fromDomain (error: ThrownError): ThrownError {
+  if (error instanceof CollectionFullError) return new CollectionFull(error.maxCats)
+  if (error instanceof CatTooLargeError) return new CatTooLarge(error.maxCatBytes)
+  if (error instanceof StoreUnavailableError) return new StoreUnavailable({ cause: error.cause })
+  return error
 }
 
-/** A 400 in the same shape as a schema validation failure. */
-export function validationError (context: string, errors: FieldError[]): HttpError {
-  const message = toIssues(context, errors).map((issue) => `${issue.field} ${issue.message}`).join(', ')
-  return httpError(400, message, { code: 'FST_ERR_VALIDATION', validation: errors, validationContext: context })
-}
+const inErrorRange = (status: number | undefined): status is number => status !== undefined && status >= 400 && status <= 599
 
-function fieldName (context: string, error: FieldError): string {
-  const path = error.instancePath.split('/').slice(1).map(unescapePointer)
-  const missing = error.params?.missingProperty
-  if (typeof missing === 'string') path.push(missing)
-  return [context, ...path].join('.')
-}
-
-function unescapePointer (segment: string): string {
-  return segment.replaceAll('~1', '/').replaceAll('~0', '~')
-}
-
-function toIssues (context: string, errors: FieldError[]): ValidationIssue[] {
-  return errors.map((error) => ({ field: fieldName(context, error), message: error.message ?? 'is invalid' }))
-}
-
-export function errorHandler (error: FastifyError | HttpError, request: FastifyRequest, reply: FastifyReply): void {
-  const status = error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode <= 599 ? error.statusCode : 500
-  if (status >= 500) {
-    request.log.error({ err: error }, 'request failed')
-  }
-  if ('headers' in error && error.headers !== undefined) {
-    reply.headers(error.headers)
-  }
-  reply.code(status).send(errorBody(status, error))
-}
-
-function errorBody (status: number, error: FastifyError | HttpError): ErrorReply {
-  const exposed = status < 500 || ('expose' in error && error.expose === true)
-  const body = simpleErrorBody(status, exposed ? error.message : 'An internal error occurred')
-  if (status < 500 && error.code !== undefined) body.code = error.code
-  if (status < 500 && error.validation !== undefined) {
-    body.validation = toIssues(error.validationContext ?? 'request', error.validation)
-  }
-  return body
-}
-
-/** The D7 body for a status and a message meant for the client. */
-export function simpleErrorBody (statusCode: number, message: string): ErrorReply {
-  return { statusCode, error: STATUS_CODES[statusCode] ?? 'Error', message }
+/**
+ * Sends every error in the one shape. A 4xx and the service's own 5xx keep
+ * their message; any other failure is logged in full and answered with a
+ * generic 500-range message, so no internals reach the client.
+ */
+export function errorHandler (thrown: FastifyError | ThrownError, request: FastifyRequest, reply: FastifyReply): void {
+  const error = fromDomain(thrown)
+  const statusCode = inErrorRange(error.statusCode) ? error.statusCode : 500
+  const exposed = statusCode < 500 || (error.code !== undefined && isServiceError(error.code, statusCode))
+  if (statusCode >= 500) request.log.error({ err: thrown }, 'request failed')
+  const code = !exposed ? INTERNAL.code : error.code ?? GENERIC_CLIENT_ERROR_CODE
+  const retryAfter = error.retryAfter ?? retryAfterFor(code)
+  if (retryAfter !== undefined) reply.header('retry-after', String(retryAfter))
+  const message = exposed ? error.message : INTERNAL.message
+  const validation = exposed && error.validation !== undefined ? toIssues(error.validationContext ?? 'request', error.validation) : undefined
+  reply.code(statusCode).send(errorBody({ statusCode, code, message }, validation))
 }
 
 export function notFoundHandler (request: FastifyRequest, reply: FastifyReply): void {
-  reply.code(404).send(simpleErrorBody(404, `Route ${request.method} ${request.url} not found`))
+  reply.code(404).send(errorBody(new RouteNotFound(request.method, request.url)))
 }

@@ -6,12 +6,12 @@ export const ValidationIssue = Type.Object({
 })
 export type ValidationIssue = Static<typeof ValidationIssue>
 
-/** The one error shape of the service (DECISIONS D7). */
+/** The one error shape of the service. */
 export const ErrorReply = Type.Object({
   statusCode: Type.Integer({ examples: [400] }),
   error: Type.String({ description: 'HTTP reason phrase', examples: ['Bad Request'] }),
   message: Type.String(),
-  code: Type.Optional(Type.String({ examples: ['FST_ERR_VALIDATION'] })),
+  code: Type.String({ description: 'Stable error code (see the README)', examples: ['FST_ERR_VALIDATION'] }),
   validation: Type.Optional(Type.Array(ValidationIssue, { description: 'One entry for every failing field' }))
 }, { title: 'ErrorReply' })
 export type ErrorReply = Static<typeof ErrorReply>

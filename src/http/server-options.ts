@@ -3,6 +3,7 @@ import type { FastifyHttpOptions } from 'fastify'
 import type { IncomingMessage, Server } from 'node:http'
 import { parseTrustProxy, type Config } from '../config.js'
 import { lazyChildLogger } from './request-logger.js'
+import { clientErrorHandler } from './client-errors.js'
 
 const WELL_FORMED_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
@@ -27,6 +28,7 @@ export function serverOptions (config: Config): FastifyHttpOptions<Server> {
       }
     },
     childLoggerFactory: lazyChildLogger,
+    clientErrorHandler,
     requestIdHeader: false,
     genReqId: requestId,
     trustProxy: parseTrustProxy(config.TRUST_PROXY),

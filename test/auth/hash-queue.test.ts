@@ -1,6 +1,6 @@
 import t from 'tap'
 import { setImmediate as tick } from 'node:timers/promises'
-import { BoundedQueue } from '../../src/auth/hash-queue.js'
+import { HashQueue } from '../../src/auth/hash-queue.js'
 
 class QueueFullError extends Error {
   override readonly name = 'QueueFullError'
@@ -41,14 +41,14 @@ function gate (name: string, log: string[] = []): Gate {
 const settle = async (): Promise<void> => { await tick() }
 
 t.test('runs a task and resolves with its result', async (t) => {
-  const queue = new BoundedQueue(1, 0, whenFull)
+  const queue = new HashQueue(1, 0, whenFull)
   t.equal(await queue.run(async () => 42), 42)
   t.equal(queue.running, 0)
   t.equal(queue.waiting, 0)
 })
 
 t.test('never more than `concurrency` tasks run at once', async (t) => {
-  const queue = new BoundedQueue(2, 10, whenFull)
+  const queue = new HashQueue(2, 10, whenFull)
   let running = 0
   let most = 0
   const task = async (): Promise<void> => {
@@ -66,7 +66,7 @@ t.test('never more than `concurrency` tasks run at once', async (t) => {
 })
 
 t.test('tasks beyond concurrency wait and are not started', async (t) => {
-  const queue = new BoundedQueue(2, 5, whenFull)
+  const queue = new HashQueue(2, 5, whenFull)
   const gates = ['a', 'b', 'c', 'd'].map((name) => gate(name))
   const results = gates.map((g) => queue.run(g.task))
   await settle()
@@ -88,7 +88,7 @@ t.test('tasks beyond concurrency wait and are not started', async (t) => {
 
 t.test('waiting tasks run in the order they were queued', async (t) => {
   const log: string[] = []
-  const queue = new BoundedQueue(1, 10, whenFull)
+  const queue = new HashQueue(1, 10, whenFull)
   const gates = ['1', '2', '3', '4', '5'].map((name) => gate(name, log))
   const results = gates.map((g) => queue.run(g.task))
   await settle()
@@ -101,7 +101,7 @@ t.test('waiting tasks run in the order they were queued', async (t) => {
 })
 
 t.test('beyond maxWaiting the whenFull error is thrown at once', async (t) => {
-  const queue = new BoundedQueue(1, 2, whenFull)
+  const queue = new HashQueue(1, 2, whenFull)
   const running = gate('running')
   const waiting = [gate('w1'), gate('w2')]
   const first = queue.run(running.task)
@@ -132,7 +132,7 @@ t.test('beyond maxWaiting the whenFull error is thrown at once', async (t) => {
 
 t.test('whenFull is called once per refusal and gives a fresh error', async (t) => {
   let calls = 0
-  const queue = new BoundedQueue(1, 0, () => new Error(`full #${++calls}`))
+  const queue = new HashQueue(1, 0, () => new Error(`full #${++calls}`))
   const running = gate('running')
   const first = queue.run(running.task)
   await t.rejects(queue.run(async () => 1), { message: 'full #1' })
@@ -144,7 +144,7 @@ t.test('whenFull is called once per refusal and gives a fresh error', async (t) 
 })
 
 t.test('maxWaiting 0: only `concurrency` tasks are accepted', async (t) => {
-  const queue = new BoundedQueue(2, 0, whenFull)
+  const queue = new HashQueue(2, 0, whenFull)
   const a = gate('a')
   const b = gate('b')
   const runs = [queue.run(a.task), queue.run(b.task)]
@@ -156,7 +156,7 @@ t.test('maxWaiting 0: only `concurrency` tasks are accepted', async (t) => {
 })
 
 t.test('a failing task releases its slot to the next waiting task', async (t) => {
-  const queue = new BoundedQueue(1, 5, whenFull)
+  const queue = new HashQueue(1, 5, whenFull)
   const failing = gate('failing')
   const next = gate('next')
   const failed = queue.run(failing.task)
@@ -175,7 +175,7 @@ t.test('a failing task releases its slot to the next waiting task', async (t) =>
 })
 
 t.test('a failing task with nobody waiting frees its slot', async (t) => {
-  const queue = new BoundedQueue(1, 0, whenFull)
+  const queue = new HashQueue(1, 0, whenFull)
   await t.rejects(queue.run(async () => { throw new Error('async failure') }), { message: 'async failure' })
   t.equal(queue.running, 0)
   await t.rejects(queue.run(() => { throw new Error('sync failure') }), { message: 'sync failure' }, 'a task that throws before returning a promise')
@@ -184,7 +184,7 @@ t.test('a failing task with nobody waiting frees its slot', async (t) => {
 })
 
 t.test('many failures do not leak slots', async (t) => {
-  const queue = new BoundedQueue(3, 100, whenFull)
+  const queue = new HashQueue(3, 100, whenFull)
   const outcomes = await Promise.allSettled(Array.from({ length: 50 }, (_, i) => queue.run(async () => {
     await tick()
     if (i % 2 === 0) throw new Error(`fail ${i}`)

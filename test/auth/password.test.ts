@@ -6,17 +6,17 @@ import { DEFAULT_SCRYPT_PARAMS, hashPassword, parseHash, verifyPassword, type Sc
 const FAST: ScryptParams = { ln: 10, r: 8, p: 1 }
 const PHC = /^\$scrypt\$ln=(\d+),r=(\d+),p=(\d+)\$([A-Za-z0-9+/]+)\$([A-Za-z0-9+/]+)$/
 
-t.test('R2: DEFAULT_SCRYPT_PARAMS are ln=14, r=8, p=5 (OWASP equivalent of N=2^17, r=8, p=1)', async (t) => {
+t.test('DEFAULT_SCRYPT_PARAMS are ln=14, r=8, p=5 (OWASP equivalent of N=2^17, r=8, p=1)', async (t) => {
   t.strictSame(DEFAULT_SCRYPT_PARAMS, { ln: 14, r: 8, p: 5 })
 })
 
-t.test('R2: hashPassword with no params uses the defaults and verifies', async (t) => {
+t.test('hashPassword with no params uses the defaults and verifies', async (t) => {
   const hash = await hashPassword('correct horse')
   t.match(hash, /^\$scrypt\$ln=14,r=8,p=5\$/)
   t.equal(await verifyPassword('correct horse', hash), true)
 })
 
-t.test('R2: hashPassword writes a self-describing PHC string $scrypt$ln=..,r=..,p=..$salt$hash', async (t) => {
+t.test('hashPassword writes a self-describing PHC string $scrypt$ln=..,r=..,p=..$salt$hash', async (t) => {
   const hash = await hashPassword('secret', FAST)
   const match = PHC.exec(hash)
   if (match === null) throw new Error(`not a PHC string: ${hash}`)
@@ -33,7 +33,7 @@ t.test('R2: hashPassword writes a self-describing PHC string $scrypt$ln=..,r=..,
   t.equal(key, expected.toString('base64').replace(/=+$/, ''))
 })
 
-t.test('R2: other params are recorded as given', async (t) => {
+t.test('other params are recorded as given', async (t) => {
   const hash = await hashPassword('x', { ln: 4, r: 2, p: 3 })
   t.match(hash, /^\$scrypt\$ln=4,r=2,p=3\$/)
   t.strictSame(parseHash(hash)?.params, { ln: 4, r: 2, p: 3 })

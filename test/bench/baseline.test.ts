@@ -198,7 +198,7 @@ t.test('limits: a full collection and a full hash queue', async (t) => {
     const busy = replies.find((reply) => reply.status === 503)
     const done = replies.find((reply) => reply.status === 200)
     t.ok(busy !== undefined && done !== undefined, `${side}: one login runs, the other is refused`)
-    t.match(JSON.parse(String(busy?.body)), { statusCode: 503, error: 'Service Unavailable', message: 'Too many logins in progress; retry shortly' })
+    t.match(JSON.parse(String(busy?.body)), { statusCode: 503, error: 'Service Unavailable', message: 'Too many logins in progress; retry shortly', code: 'AUTH_ERR_LOGINS_IN_PROGRESS' })
     t.equal(busy?.retryAfter, '1')
     t.match(JSON.parse(String(done?.body)), { token_type: 'Bearer', expires_in: 60 })
   }

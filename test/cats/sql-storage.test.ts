@@ -27,7 +27,7 @@ const tom = { name: 'Tom', age: 3, breed: 'Siamese' }
 const felix = { name: 'Felix', age: 5, breed: 'Tabby' }
 const kit = { name: 'Kit', age: 1, breed: 'Persian' }
 
-const UNAVAILABLE = { statusCode: 503, error: 'Service Unavailable', message: 'The database is unavailable; retry shortly' }
+const UNAVAILABLE = { statusCode: 503, error: 'Service Unavailable', message: 'The database is unavailable; retry shortly', code: 'CATS_ERR_STORE_UNAVAILABLE' }
 
 /** A schema name no other test file or run uses. */
 const freshSchemaName = (): string => `cats_test_${randomBytes(6).toString('hex')}`
@@ -123,7 +123,7 @@ class TcpProxy {
   }
 }
 
-/** The requests of the API comparison: every route, success and failure, D9 ids and duplicates, both limits. */
+/** The requests of the API comparison: every route, success and failure, ids and duplicates, both limits. */
 const apiSequence: InjectOptions[] = [
   get('/cats'),
   post(tom),
@@ -263,7 +263,7 @@ t.test('a database that goes away: 503 at once, readiness says so, then recovery
     t.strictSame((await app.inject(get('/health'))).json(), { status: 'ok' })
   })
 
-  await t.test('every cats route answers 503 in the D7 shape, with Retry-After, without hanging', async (t) => {
+  await t.test('every cats route answers 503 in the the documented error shape, with Retry-After, without hanging', async (t) => {
     for (const request of [get('/cats'), get('/cats/1'), post(kit), put(1, { owner: 'Ana' }), del(1)]) {
       const started = Date.now()
       const res = await app.inject(request)

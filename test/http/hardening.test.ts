@@ -8,7 +8,7 @@ import { build, bearer, logCapture, tokenFor, testConfig, TEST_SECRET } from '..
 const login = (app: FastifyInstance, username: string, password: string, remoteAddress = '127.0.0.1') =>
   app.inject({ method: 'POST', url: '/auth/login', payload: { username, password }, remoteAddress })
 
-t.test('brute force: one client cannot try many passwords (429 + Retry-After, D7 shape)', async (t) => {
+t.test('brute force: one client cannot try many passwords (429 + Retry-After, the documented error shape)', async (t) => {
   const app = await build(t, { LOGIN_RATE_LIMIT_MAX: 3, LOGIN_RATE_LIMIT_WINDOW: '1m' })
   const statuses = []
   for (const username of ['john', 'chris', 'maria', 'nobody']) statuses.push((await login(app, username, 'wrong')).statusCode)
@@ -17,7 +17,7 @@ t.test('brute force: one client cannot try many passwords (429 + Retry-After, D7
   t.equal(limited.statusCode, 429, 'even the right password is refused while limited')
   const retryAfter = Number(limited.headers['retry-after'])
   t.ok(retryAfter > 0 && retryAfter <= 60, `Retry-After ${retryAfter}`)
-  t.strictSame(limited.json(), { statusCode: 429, error: 'Too Many Requests', message: `Too many login attempts; retry in ${retryAfter} seconds` })
+  t.strictSame(limited.json(), { statusCode: 429, error: 'Too Many Requests', message: `Too many login attempts; retry in ${retryAfter} seconds`, code: 'AUTH_ERR_TOO_MANY_ATTEMPTS' })
   t.equal((await login(app, 'john', 'changeme', '10.0.0.9')).statusCode, 200, 'another client is not affected')
 })
 
@@ -61,7 +61,7 @@ t.test('password hashing: past the queue bound a login gets 503 + Retry-After at
   t.strictSame(statuses, [200, 200, 200, 503, 503], 'one running + two waiting; the rest refused')
   const refused = results.find((res) => res.statusCode === 503)
   t.equal(refused?.headers['retry-after'], '1')
-  t.strictSame(refused?.json(), { statusCode: 503, error: 'Service Unavailable', message: 'Too many logins in progress; retry shortly' })
+  t.strictSame(refused?.json(), { statusCode: 503, error: 'Service Unavailable', message: 'Too many logins in progress; retry shortly', code: 'AUTH_ERR_LOGINS_IN_PROGRESS' })
 })
 
 t.test('CATS_MAX: past the cap a create gets 507 and stores nothing', async (t) => {
@@ -71,7 +71,7 @@ t.test('CATS_MAX: past the cap a create gets 507 and stores nothing', async (t) 
   t.equal((await create()).statusCode, 201)
   const full = await create()
   t.equal(full.statusCode, 507)
-  t.strictSame(full.json(), { statusCode: 507, error: 'Insufficient Storage', message: 'The collection is full (2 cats); delete some first' })
+  t.strictSame(full.json(), { statusCode: 507, error: 'Insufficient Storage', message: 'The collection is full (2 cats); delete some first', code: 'CATS_ERR_COLLECTION_FULL' })
   t.equal((await app.inject('/cats')).json().length, 2)
   await app.inject({ method: 'DELETE', url: '/cats/1' })
   t.equal((await create()).statusCode, 201, 'a delete makes room again')
@@ -129,7 +129,7 @@ t.test('overload: under pressure requests get 503 + Retry-After; health keeps an
   const shed = await app.inject('/cats')
   t.equal(shed.statusCode, 503)
   t.equal(shed.headers['retry-after'], '10')
-  t.strictSame(shed.json(), { statusCode: 503, error: 'Service Unavailable', message: 'The server is overloaded; retry shortly' })
+  t.strictSame(shed.json(), { statusCode: 503, error: 'Service Unavailable', message: 'The server is overloaded; retry shortly', code: 'HTTP_ERR_OVERLOADED' })
   t.strictSame((await app.inject('/health')).json(), { status: 'ok' })
   const ready = await app.inject('/health/ready')
   t.equal(ready.statusCode, 503)
@@ -219,7 +219,7 @@ t.test('bounded memory: repeated merges cannot grow one cat past BODY_LIMIT (413
   t.equal((await grow('b')).statusCode, 200)
   const tooBig = await grow('c')
   t.equal(tooBig.statusCode, 413)
-  t.strictSame(tooBig.json(), { statusCode: 413, error: 'Payload Too Large', message: 'The merged cat would be larger than 1024 bytes' })
+  t.strictSame(tooBig.json(), { statusCode: 413, error: 'Payload Too Large', message: 'The merged cat would be larger than 1024 bytes', code: 'CATS_ERR_CAT_TOO_LARGE' })
   t.strictSame(Object.keys((await app.inject('/cats/1')).json()), ['id', 'name', 'age', 'breed', 'a', 'b'])
   t.equal((await grow('a')).statusCode, 200, 'replacing a field of the same size still fits')
 })
@@ -230,7 +230,7 @@ t.test('bounded memory: above WRITE_HEAP_RATIO creates and updates get 507, read
   await new Promise((resolve) => setTimeout(resolve, 1200))
   const created = await app.inject({ method: 'POST', url: '/cats', payload: { name: 'Tom', age: 1, breed: 'x' } })
   t.equal(created.statusCode, 507)
-  t.strictSame(created.json(), { statusCode: 507, error: 'Insufficient Storage', message: 'The server is low on memory; delete some cats first' })
+  t.strictSame(created.json(), { statusCode: 507, error: 'Insufficient Storage', message: 'The server is low on memory; delete some cats first', code: 'CATS_ERR_LOW_MEMORY' })
   t.equal((await app.inject({ method: 'PUT', url: '/cats/1', payload: { age: 2 } })).statusCode, 507)
   t.equal((await app.inject('/cats')).statusCode, 200)
   t.equal((await app.inject({ method: 'DELETE', url: '/cats/1' })).statusCode, 200)
@@ -242,7 +242,7 @@ t.test('REDIS_URL: when the shared rate-limit store is unreachable, login answer
   const res = await login(app, 'john', 'changeme')
   t.equal(res.statusCode, 503)
   t.equal(res.headers['retry-after'], '5')
-  t.strictSame(res.json(), { statusCode: 503, error: 'Service Unavailable', message: 'Login is unavailable: the rate limit store cannot be reached' })
+  t.strictSame(res.json(), { statusCode: 503, error: 'Service Unavailable', message: 'Login is unavailable: the rate limit store cannot be reached', code: 'AUTH_ERR_LIMITER_UNAVAILABLE' })
   t.equal((await app.inject('/cats')).statusCode, 200, 'other routes are unaffected')
 })
 

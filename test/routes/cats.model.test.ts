@@ -7,7 +7,7 @@ import { loadConfig } from '../../src/config.js'
 import { createApp, testConfig } from '../support/app.js'
 
 /*
- * Model-based test of the cats collection (SPEC 2.5, 4.3–4.7; DECISIONS D8–D13).
+ * Model-based test of the cats collection.
  * fast-check generates random sequences of create / read one / list / update /
  * delete with valid and invalid bodies and ids; each sequence runs against a
  * fresh app (through app.inject) and against the reference model below, and
@@ -19,7 +19,7 @@ import { createApp, testConfig } from '../support/app.js'
 const NUM_RUNS = Number(process.env.FC_RUNS ?? 100)
 const MAX_COMMANDS = 40
 const BODY_LIMIT = loadConfig(testConfig).BODY_LIMIT
-/** D12: the body object itself is level 1; a value nested deeper than this is refused. */
+/** the body object itself is level 1; a value nested deeper than this is refused. */
 const MAX_PUT_DEPTH = 32
 const RESERVED_KEYS = new Set(['__proto__', 'constructor'])
 
@@ -66,7 +66,7 @@ function parsePayload (payload: Payload): ParsedPayload {
   }
 }
 
-/** D10: a path id is an integer in decimal digits, optionally negative. */
+/** a path id is an integer in decimal digits, optionally negative. */
 const parseId = (id: string): number | undefined => /^-?[0-9]+$/.test(id) ? Number(id) : undefined
 
 /** Nesting depth: 0 for a scalar, 1 for a flat object or array, and so on. */
@@ -82,7 +82,7 @@ function hasReservedKey (value: unknown): boolean {
   return Object.entries(value).some(([key, child]) => RESERVED_KEYS.has(key) || hasReservedKey(child))
 }
 
-/** D8: the fields a create body gets a validation entry for (empty when valid). */
+/** the fields a create body gets a validation entry for (empty when valid). */
 function createProblems (value: unknown): string[] {
   if (!isObject(value)) return ['body']
   const problems: string[] = []
@@ -126,14 +126,14 @@ function expectJson (res: LightMyRequestResponse, status: number, expected: unkn
   assert.deepStrictEqual(readJson(res, what), asJson(expected), `${what}: body`)
 }
 
-/** D11: a missing cat is a 200 with an empty body. */
+/** a missing cat is a 200 with an empty body. */
 function expectEmpty (res: LightMyRequestResponse, what: string): void {
   assert.equal(res.statusCode, 200, `${what}: status (body ${res.body})`)
   assert.equal(res.body, '', `${what}: body`)
   assert.equal(res.headers['content-length'], '0', `${what}: content-length`)
 }
 
-/** A D7 error body; returns the fields named in `validation` (empty when there is none). */
+/** A error body; returns the fields named in `validation` (empty when there is none). */
 function expectError (res: LightMyRequestResponse, statuses: readonly number[], what: string): string[] {
   assert.ok(statuses.includes(res.statusCode), `${what}: status ${res.statusCode}, expected one of ${statuses.join(', ')} (body ${res.body})`)
   const body = readJson(res, what)
@@ -149,7 +149,7 @@ function expectError (res: LightMyRequestResponse, statuses: readonly number[], 
   })
 }
 
-/** D13: after every command the list is exactly the model's. */
+/** after every command the list is exactly the model's. */
 async function expectListMatches (app: FastifyInstance, model: Model, after: string): Promise<void> {
   const res = await send(app, 'GET', '/cats')
   expectJson(res, 200, expectedList(model), `GET /cats after ${after}`)
@@ -180,7 +180,7 @@ class CreateCommand implements CatsCommand {
     } else {
       const problems = createProblems(parsed.value)
       const accept = (): void => {
-        // D8, D9: id = count + 1; only the declared fields are kept.
+        // id = count + 1; only the declared fields are kept.
         assert.ok(isObject(parsed.value))
         const record: Record<string, unknown> = { id: model.cats.length + 1 }
         for (const field of ['name', 'age', 'breed']) record[field] = parsed.value[field]
@@ -188,12 +188,12 @@ class CreateCommand implements CatsCommand {
         model.cats.push({ id: model.cats.length + 1, record })
       }
       if (problems.length > 0) {
-        // D8, D7: 400 with one entry for every failing field; nothing is stored.
+        // 400 with one entry for every failing field; nothing is stored.
         const reported = expectError(res, [400], what)
         if (!hasReservedKey(parsed.value)) assert.deepStrictEqual([...reported].sort(), [...problems].sort(), `${what}: validation fields`)
         note('create 400')
       } else if (hasReservedKey(parsed.value)) {
-        // Unknown keys are dropped (D8), but a JSON parser may also refuse __proto__/constructor outright.
+        // Unknown keys are dropped, but a JSON parser may also refuse __proto__/constructor outright.
         if (res.statusCode === 201) accept()
         else expectError(res, [400], what)
         note('create with a reserved key')
@@ -266,7 +266,7 @@ class UpdateCommand implements CatsCommand {
       if (!hasReservedKey(parsed.value)) assert.ok(fields.includes('params.id'), `${what}: names params.id`)
       note('invalid id')
     } else if (!isObject(parsed.value)) {
-      // D12: the body must be a JSON object.
+      // the body must be a JSON object.
       assert.deepStrictEqual(expectError(res, [400], what), ['body'], `${what}: validation fields`)
       note('update 400: not an object')
     } else if (hasReservedKey(parsed.value)) {
@@ -282,7 +282,7 @@ class UpdateCommand implements CatsCommand {
         expectEmpty(res, what)
         note('update missing')
       } else {
-        // D12: shallow merge of every key but id; the response is the whole record.
+        // shallow merge of every key but id; the response is the whole record.
         const cat = model.cats[index]
         const merged = Object.entries(parsed.value).filter(([key]) => key !== 'id')
         cat.record = Object.fromEntries([...Object.entries(cat.record), ...merged])
@@ -311,7 +311,7 @@ class DeleteCommand implements CatsCommand {
       assert.ok(expectError(res, [400], what).includes('params.id'), `${what}: names params.id`)
       note('invalid id')
     } else {
-      // D11: { deleted: true } whether or not a cat matched; D9: only the earliest is removed.
+      // { deleted: true } whether or not a cat matched; Only the earliest is removed.
       expectJson(res, 200, { deleted: true }, what)
       const index = findIndex(model, id)
       if (index === -1) {
@@ -464,7 +464,7 @@ const allCommands: Array<fc.Arbitrary<CatsCommand>> = [
 // Load shedding (503 when the event loop lags) is off: this test is about the cats rules, not load.
 const startApp = (): Promise<FastifyInstance> => createApp({ MAX_EVENT_LOOP_DELAY_MS: 0 })
 
-t.test('D8–D13: random command sequences agree with a reference model (ids, create, read, update, delete, list)', async (t) => {
+t.test('random command sequences agree with a reference model (ids, create, read, update, delete, list)', async (t) => {
   const prototypeKeys = Object.getOwnPropertyNames(Object.prototype).sort()
   const property = fc.asyncProperty(fc.commands(allCommands, { maxCommands: MAX_COMMANDS, size: 'max' }), async (commands) => {
     const app = await startApp()

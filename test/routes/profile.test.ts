@@ -14,21 +14,21 @@ function forge (header: Record<string, unknown>, claims: Record<string, unknown>
 
 const validClaims = (): Record<string, unknown> => ({ sub: 1, username: 'john', iat: now(), exp: now() + 600 })
 
-t.test('SPEC 4.2, D6: a valid token gets 200 with userId and username', async (t) => {
+t.test('a valid token gets 200 with userId and username', async (t) => {
   const app = await build(t)
   const res = await app.inject({ url: '/profile', headers: bearer(tokenFor(app)) })
   t.equal(res.statusCode, 200)
   t.strictSame(res.json(), { userId: 1, username: 'john' })
 })
 
-t.test('SPEC 4.1 + 4.2: a token from login opens /profile', async (t) => {
+t.test('a token from login opens /profile', async (t) => {
   const app = await build(t)
   const { access_token: token } = (await app.inject({ method: 'POST', url: '/auth/login', payload: { username: 'maria', password: 'guess' } })).json()
   const res = await app.inject({ url: '/profile', headers: bearer(token) })
   t.strictSame(res.json(), { userId: 3, username: 'maria' })
 })
 
-t.test('D6: userId keeps the type of sub', async (t) => {
+t.test('userId keeps the type of sub', async (t) => {
   const app = await build(t, {}, {
     users: [{ id: 'u-1', username: 'ada', passwordHash: '$scrypt$ln=10,r=8,p=1$q6oWbA90Lr/l+Y0SOJ83EQ$llvcE2rL78HZcG9bzR6jdAIQ+AyXOg21By5iU+jlmgk' }]
   })
@@ -36,7 +36,7 @@ t.test('D6: userId keeps the type of sub', async (t) => {
   t.strictSame(res.json(), { userId: 'u-1', username: 'ada' })
 })
 
-t.test('D5: the Bearer scheme name is case-insensitive', async (t) => {
+t.test('the Bearer scheme name is case-insensitive', async (t) => {
   const app = await build(t)
   const token = tokenFor(app)
   for (const scheme of ['bearer', 'BEARER', 'BeArEr']) {
@@ -45,7 +45,7 @@ t.test('D5: the Bearer scheme name is case-insensitive', async (t) => {
   }
 })
 
-t.test('D5: no token gets 401 with a plain Bearer challenge', async (t) => {
+t.test('no token gets 401 with a plain Bearer challenge', async (t) => {
   const app = await build(t)
   const cases: Array<[string, Record<string, string>]> = [
     ['no header', {}],
@@ -56,17 +56,17 @@ t.test('D5: no token gets 401 with a plain Bearer challenge', async (t) => {
     const res = await app.inject({ url: '/profile', headers })
     t.equal(res.statusCode, 401, name)
     t.equal(res.headers['www-authenticate'], 'Bearer', name)
-    t.strictSame(res.json(), { statusCode: 401, error: 'Unauthorized', message: 'Missing bearer token' }, name)
+    t.strictSame(res.json(), { statusCode: 401, error: 'Unauthorized', message: 'Missing bearer token', code: 'AUTH_ERR_MISSING_TOKEN' }, name)
   }
 })
 
-t.test('D5: the token is read from the Authorization header only, never the query string', async (t) => {
+t.test('the token is read from the Authorization header only, never the query string', async (t) => {
   const app = await build(t)
   const res = await app.inject({ url: `/profile?access_token=${tokenFor(app)}&token=${tokenFor(app)}` })
   t.equal(res.statusCode, 401)
 })
 
-t.test('D5: every broken or forged token gets 401 invalid_token, never a 500', async (t) => {
+t.test('every broken or forged token gets 401 invalid_token, never a 500', async (t) => {
   const app = await build(t)
   const good = tokenFor(app)
   const [header, payload, signature] = good.split('.')
@@ -104,18 +104,18 @@ t.test('D5: every broken or forged token gets 401 invalid_token, never a 500', a
     const res = await app.inject({ url: '/profile', headers: { authorization: `Bearer ${token}` } })
     t.equal(res.statusCode, 401, name)
     t.equal(res.headers['www-authenticate'], 'Bearer error="invalid_token"', name)
-    t.strictSame(res.json(), { statusCode: 401, error: 'Unauthorized', message: 'Invalid or expired access token' }, name)
+    t.strictSame(res.json(), { statusCode: 401, error: 'Unauthorized', message: 'Invalid or expired access token', code: 'AUTH_ERR_INVALID_TOKEN' }, name)
   }
 })
 
-t.test('D4: a token signed by fast-jwt with the same secret and claims is accepted (control case)', async (t) => {
+t.test('a token signed by fast-jwt with the same secret and claims is accepted (control case)', async (t) => {
   const app = await build(t)
   const sign = createSigner({ key: TEST_SECRET, algorithm: 'HS256', expiresIn: 60_000 })
   const res = await app.inject({ url: '/profile', headers: bearer(sign({ sub: 1, username: 'john' })) })
   t.equal(res.statusCode, 200)
 })
 
-t.test('SPEC 5.4.4: the validation step can be replaced through the plugin options', async (t) => {
+t.test('the validation step can be replaced through the plugin options', async (t) => {
   const app = await build(t, {}, {
     validateToken: (claims) => claims.username === 'john' ? { userId: claims.sub, username: 'JOHN' } : undefined
   })
@@ -125,7 +125,7 @@ t.test('SPEC 5.4.4: the validation step can be replaced through the plugin optio
   t.equal(chris.statusCode, 401)
 })
 
-t.test('SPEC 5.4.4: an async validation step is awaited', async (t) => {
+t.test('an async validation step is awaited', async (t) => {
   const app = await build(t, {}, { validateToken: async (claims) => ({ userId: claims.sub, username: `${claims.username}!` }) })
   const res = await app.inject({ url: '/profile', headers: bearer(tokenFor(app)) })
   t.strictSame(res.json(), { userId: 1, username: 'john!' })

@@ -12,7 +12,7 @@ export const testConfig: ConfigInput = { JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'si
 
 /**
  * A fresh, ready app that the caller closes. Wrapped in fp here (tests only)
- * so that decorators such as app.cats and app.jwt are reachable. The long plugin
+ * so that decorators such as app.catsStore and app.jwt are reachable. The long plugin
  * timeout is for PGlite, whose start can exceed Fastify's 10 s on a busy machine.
  */
 export async function createApp (config: Partial<ConfigInput> = {}, options: Omit<AppOptions, 'config'> = {}): Promise<FastifyInstance> {

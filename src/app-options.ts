@@ -1,0 +1,13 @@
+import type { ConfigInput } from './config.js'
+import type { UserRecord } from './auth/users-file.js'
+import type { ValidateToken } from './auth/token-claims.js'
+
+/** What the service plugin accepts: the app, its plugins and its routes all read these. */
+export interface AppOptions {
+  /** The settings of the service, with the same keys and rules as the environment (see README). */
+  config: ConfigInput
+  /** Accounts that may log in; when absent, USERS_FILE or the demo users are used. */
+  users?: readonly UserRecord[]
+  /** Replaces the check that turns verified token claims into the request's identity. */
+  validateToken?: ValidateToken
+}

@@ -1,0 +1,35 @@
+import type { StoredCat } from './schemas.js'
+
+/**
+ * A new cat's id is the number of stored cats plus one, so ids repeat after a
+ * delete. Read, update and delete then act on the earliest created cat with
+ * the id. (The SQL store computes the same in its create statement.)
+ */
+export const nextCatId = (storedCats: number): number => storedCats + 1
+
+/** The cats that share one id, earliest created first. Only the head is ever removed. */
+export class IdQueue {
+  readonly #cats: StoredCat[] = []
+  #head = 0
+
+  get first (): StoredCat | undefined {
+    return this.#cats[this.#head]
+  }
+
+  get size (): number {
+    return this.#cats.length - this.#head
+  }
+
+  push (cat: StoredCat): void {
+    this.#cats.push(cat)
+  }
+
+  shift (): void {
+    this.#head++
+    // Compact once the removed part dominates, keeping removal O(1) amortized.
+    if (this.#head * 2 > this.#cats.length) {
+      this.#cats.splice(0, this.#head)
+      this.#head = 0
+    }
+  }
+}

@@ -1,0 +1,22 @@
+import type { StoredCat, UpdateCatBody } from './schemas.js'
+import { CatTooLargeError } from './store-errors.js'
+
+/** Shallow-merges `fields` into `cat` in place; `id` never changes. */
+export function assignFields (cat: StoredCat, fields: UpdateCatBody): StoredCat {
+  for (const [key, value] of Object.entries(fields)) {
+    // defineProperty: a key such as __proto__ becomes plain data, never a prototype change
+    if (key !== 'id') Object.defineProperty(cat, key, { value, enumerable: true, writable: true, configurable: true })
+  }
+  return cat
+}
+
+/**
+ * The cat merged with `fields` (a copy: the original is untouched) and its JSON
+ * text; throws CatTooLargeError when that text is over `maxCatBytes`.
+ */
+export function mergeWithinLimit (cat: StoredCat, fields: UpdateCatBody, maxCatBytes: number): { merged: StoredCat, json: string } {
+  const merged = assignFields({ ...cat }, fields)
+  const json = JSON.stringify(merged)
+  if (Buffer.byteLength(json) > maxCatBytes) throw new CatTooLargeError(maxCatBytes)
+  return { merged, json }
+}

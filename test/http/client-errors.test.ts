@@ -1,0 +1,49 @@
+import t from 'tap'
+import Fastify from 'fastify'
+import { loadConfig } from '../../src/config.js'
+import { serverOptions } from '../../src/http/server-options.js'
+import { TEST_SECRET } from '../support/app.js'
+import { exchange, firstBody, head } from '../support/raw-http.js'
+
+// A server with the standalone options; requests Node's parser refuses never reach a route.
+const config = loadConfig({ JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'silent', MAX_HEADER_BYTES: 2048, REQUEST_TIMEOUT_MS: 500 })
+const server = Fastify(serverOptions(config))
+server.get('/', async () => ({ ok: true }))
+await server.listen({ port: 0, host: '127.0.0.1' })
+t.teardown(() => server.close())
+const address = server.server.address()
+const port = typeof address === 'object' && address !== null ? address.port : 0
+
+t.test('headers over MAX_HEADER_BYTES get 431 in the error shape, then the connection closes', async (t) => {
+  const result = await exchange(port, ({ socket }) => { socket.write(head('GET', '/', { 'x-big': 'a'.repeat(4096) })) }, 5000)
+  t.strictSame(result.responses.map((response) => response.status), [431])
+  t.strictSame(firstBody(result), {
+    statusCode: 431, error: 'Request Header Fields Too Large', message: 'The request headers are too large', code: 'HTTP_ERR_HEADERS_TOO_LARGE'
+  })
+  t.equal(result.responses[0].headers.connection, 'close')
+  t.equal(result.timedOut, false)
+})
+
+t.test('bytes that are not HTTP get 400 in the error shape', async (t) => {
+  const result = await exchange(port, ({ socket }) => { socket.write('NOT HTTP AT ALL\r\n\r\n') }, 5000)
+  t.strictSame(firstBody(result), {
+    statusCode: 400, error: 'Bad Request', message: 'The request is not valid HTTP', code: 'HTTP_ERR_MALFORMED_REQUEST'
+  })
+})
+
+t.test('a request that does not arrive in time gets 408 in the error shape', async (t) => {
+  const result = await exchange(port, ({ socket }) => { socket.write('GET / HTTP/1.1\r\nhost: x\r\n') }, 5000)
+  t.strictSame(firstBody(result), {
+    statusCode: 408, error: 'Request Timeout', message: 'The request took too long to arrive', code: 'HTTP_ERR_CLIENT_TIMEOUT'
+  })
+})
+
+t.test('a connection the client resets gets no answer and does not disturb the server', async (t) => {
+  const result = await exchange(port, ({ socket }) => {
+    socket.write('GET / HTTP/1.1\r\nhost: x\r\n')
+    socket.resetAndDestroy()
+  }, 5000)
+  t.strictSame(result.responses, [])
+  const ok = await exchange(port, ({ socket }) => { socket.write(head('GET', '/')) }, 5000)
+  t.strictSame(ok.responses.map((response) => response.status), [200])
+})
