@@ -3,6 +3,8 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
 import { once } from 'node:events'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import net from 'node:net'
+import { PGlite } from '@electric-sql/pglite'
 import { verifyPassword } from '../src/auth/password.js'
 import { TEST_SECRET } from './support/app.js'
 
@@ -103,6 +105,15 @@ t.test('R2: NODE_ENV=production without USERS_FILE exits non-zero with a message
   t.match(output, /USERS_FILE is required/)
 })
 
+/** A port nothing listens on (taken from the OS, then released). */
+async function closedPort (): Promise<number> {
+  const server = net.createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const address = server.address()
+  await new Promise<void>((resolve) => server.close(() => resolve()))
+  return typeof address === 'object' && address !== null ? address.port : 0
+}
+
 async function runCli (file: string, args: string[], stdin: string, env: Record<string, string> = {}): Promise<{ code: number | null, stdout: string, stderr: string }> {
   const child = spawn(process.execPath, [join(import.meta.dirname, '..', 'dist', 'src', 'cli', file), ...args], { env: { ...baseEnv, ...env } })
   let stdout = ''
@@ -136,14 +147,50 @@ t.test('npm run openapi writes the OpenAPI document to a file', async (t) => {
   t.ok(doc.paths['/cats/{id}'])
 })
 
-t.test('npm run migrate creates the schema in DATABASE_URL, and says when there is none', async (t) => {
+t.test('npm run migrate upgrades a database made by the earlier start-up code, and shows the status', async (t) => {
   const dir = t.testdir()
-  const migrated = await runCli('migrate.js', [], '', { DATABASE_URL: `pglite://${dir}` })
+  const env = { DATABASE_URL: `pglite://${dir}` }
+  // The schema as the start-up code before versioned migrations created it, with two cats.
+  const legacy = new PGlite(dir)
+  await legacy.exec(`
+    CREATE TABLE cats (seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, id bigint NOT NULL, data json NOT NULL);
+    CREATE INDEX cats_id_seq_idx ON cats (id, seq);
+    CREATE TABLE cats_count (singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton), count bigint NOT NULL);
+    INSERT INTO cats (id, data) VALUES (1, '{"id":1,"name":"Tom","age":3,"breed":"Siamese"}'), (2, '{"id":2,"name":"Kit","age":1,"breed":"Persian"}');
+    INSERT INTO cats_count VALUES (true, 2);
+  `)
+  await legacy.close()
+
+  const pending = await runCli('migrate.js', ['status'], '', env)
+  t.equal(pending.code, 0)
+  t.match(pending.stdout, /^version\s+name\s+state\n001\s+cats\s+pending\n$/)
+  const migrated = await runCli('migrate.js', [], '', env)
   t.equal(migrated.code, 0)
-  t.match(migrated.stdout, /The cats schema is up to date/)
-  const again = await runCli('migrate.js', [], '', { DATABASE_URL: `pglite://${dir}` })
-  t.equal(again.code, 0, 'running it twice is fine')
+  t.equal(migrated.stdout, 'Applied 001 cats\nThe cats schema is up to date\n')
+  const again = await runCli('migrate.js', [], '', env)
+  t.equal(again.stdout, 'The cats schema is up to date\n', 'a second run applies nothing')
+  const applied = await runCli('migrate.js', ['status'], '', env)
+  t.match(applied.stdout, /\n001\s+cats\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n$/)
+
+  const upgraded = new PGlite(dir)
+  t.teardown(() => upgraded.close())
+  const { rows } = await upgraded.query<{ data: unknown }>('SELECT data FROM cats ORDER BY seq')
+  t.strictSame(rows.map((row) => row.data), [
+    { id: 1, name: 'Tom', age: 3, breed: 'Siamese' },
+    { id: 2, name: 'Kit', age: 1, breed: 'Persian' }
+  ], 'the cats are kept')
+})
+
+t.test('npm run migrate: usage, no DATABASE_URL, and a database that cannot be reached', async (t) => {
+  const usage = await runCli('migrate.js', ['sideways'], '')
+  t.equal(usage.code, 1)
+  t.match(usage.stderr, /Usage: npm run migrate \[-- status\]/)
   const none = await runCli('migrate.js', [], '')
   t.equal(none.code, 1)
   t.match(none.stderr, /DATABASE_URL is not set/)
+  const port = await closedPort()
+  const unreachable = await runCli('migrate.js', ['status'], '', { DATABASE_URL: `postgres://cats:hunter2@127.0.0.1:${port}/cats` })
+  t.equal(unreachable.code, 1)
+  t.match(unreachable.stderr, /^Migration failed: .*ECONNREFUSED/)
+  t.notMatch(unreachable.stderr, /hunter2/, 'the password is not printed')
 })
