@@ -7,6 +7,7 @@ import net from 'node:net'
 import { PGlite } from '@electric-sql/pglite'
 import { verifyPassword } from '../src/auth/password.js'
 import { TEST_SECRET } from './support/app.js'
+import { renderConfigTable, renderEnvExample } from '../src/config-docs.js'
 
 const serverFile = join(import.meta.dirname, '..', 'dist', 'src', 'server.js')
 // The child runs the compiled files; keep their coverage out of the report of the .ts sources.
@@ -19,9 +20,10 @@ interface Running {
 }
 
 /** Starts the compiled server on a free port (PORT=0) and waits for its listening line. */
-async function startServer (env: Record<string, string> = {}): Promise<Running> {
+async function startServer (env: Record<string, string> = {}, cwd?: string): Promise<Running> {
   const child = spawn(process.execPath, [serverFile], {
-    env: { ...baseEnv, JWT_SECRET: TEST_SECRET, PORT: '0', HOST: '127.0.0.1', ...env }
+    env: { ...baseEnv, JWT_SECRET: TEST_SECRET, PORT: '0', HOST: '127.0.0.1', ...env },
+    cwd
   })
   let output = ''
   child.stderr.on('data', (chunk) => { output += String(chunk) })
@@ -114,8 +116,8 @@ async function closedPort (): Promise<number> {
   return typeof address === 'object' && address !== null ? address.port : 0
 }
 
-async function runCli (file: string, args: string[], stdin: string, env: Record<string, string> = {}): Promise<{ code: number | null, stdout: string, stderr: string }> {
-  const child = spawn(process.execPath, [join(import.meta.dirname, '..', 'dist', 'src', 'cli', file), ...args], { env: { ...baseEnv, ...env } })
+async function runCli (file: string, args: string[], stdin: string, env: Record<string, string> = {}, cwd?: string): Promise<{ code: number | null, stdout: string, stderr: string }> {
+  const child = spawn(process.execPath, [join(import.meta.dirname, '..', 'dist', 'src', 'cli', file), ...args], { env: { ...baseEnv, ...env }, cwd })
   let stdout = ''
   let stderr = ''
   child.stdout.on('data', (chunk) => { stdout += String(chunk) })
@@ -193,4 +195,32 @@ t.test('npm run migrate: usage, no DATABASE_URL, and a database that cannot be r
   t.equal(unreachable.code, 1)
   t.match(unreachable.stderr, /^Migration failed: .*ECONNREFUSED/)
   t.notMatch(unreachable.stderr, /hunter2/, 'the password is not printed')
+})
+
+t.test('npm start reads a .env file from its working directory; variables set in the environment win over it', async (t) => {
+  const dir = t.testdir({ '.env': 'CATS_AUTH=required\nDOCS_ENABLED=false\nPORT=1\n' })
+  const { child, base } = await startServer({ DOCS_ENABLED: 'true' }, dir)
+  t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
+  t.equal((await fetch(`${base}/cats`)).status, 401, 'CATS_AUTH=required from the file took effect')
+  t.equal((await fetch(`${base}/docs/json`)).status, 200, 'DOCS_ENABLED=true from the environment beat the file')
+  t.not(new URL(base).port, '1', 'PORT=0 from the environment beat the file')
+  const exited = once(child, 'exit')
+  child.kill('SIGTERM')
+  t.equal((await exited)[0], 0)
+})
+
+t.test('npm run migrate takes DATABASE_URL from a .env file too', async (t) => {
+  const dir = t.testdir({ '.env': 'DATABASE_URL=pglite://./data\n' })
+  const { code, stdout } = await runCli('migrate.js', [], '', {}, dir)
+  t.equal(code, 0)
+  t.equal(stdout, 'Applied 001 cats\nThe cats schema is up to date\n')
+})
+
+t.test('npm run settings rewrites .env.example and the README table in its working directory', async (t) => {
+  const dir = t.testdir({ 'README.md': '# Title\n\n<!-- settings:start -->\nstale\n<!-- settings:end -->\n\nAfter.\n' })
+  const { code, stdout } = await runCli('settings.js', [], '', {}, dir)
+  t.equal(code, 0)
+  t.match(stdout, /Wrote \.env\.example/)
+  t.equal(readFileSync(join(dir, '.env.example'), 'utf8'), renderEnvExample())
+  t.equal(readFileSync(join(dir, 'README.md'), 'utf8'), `# Title\n\n<!-- settings:start -->\n${renderConfigTable()}\n<!-- settings:end -->\n\nAfter.\n`)
 })

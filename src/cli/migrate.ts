@@ -16,7 +16,7 @@ if (command.length > 1 || (command.length === 1 && command[0] !== 'status')) {
   console.error(USAGE)
   process.exit(1)
 }
-const { DATABASE_URL } = loadDatabaseConfig(process.env)
+const { DATABASE_URL } = loadDatabaseConfig(process.env, { envFile: '.env' })
 if (DATABASE_URL === undefined) {
   console.error('DATABASE_URL is not set: nothing to migrate (cats are kept in memory)')
   process.exit(1)
