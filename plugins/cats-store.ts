@@ -1,8 +1,10 @@
 import fp from 'fastify-plugin'
+import type { FastifyBaseLogger } from 'fastify'
 import { MemoryCatsStore } from '../src/cats/memory-cats-store.js'
 import type { CatsStore, StoreLimits } from '../src/cats/cats-store.js'
 import { connect } from '../src/cats/sql-client.js'
-import { migrate, SqlCatsStore } from '../src/cats/sql-cats-store.js'
+import { SqlCatsStore } from '../src/cats/sql-cats-store.js'
+import { migrate } from '../src/cats/sql-migrations.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -10,10 +12,10 @@ declare module 'fastify' {
   }
 }
 
-async function openSqlStore (databaseUrl: string, limits: StoreLimits): Promise<SqlCatsStore> {
+async function openSqlStore (databaseUrl: string, limits: StoreLimits, log: FastifyBaseLogger): Promise<SqlCatsStore> {
   const client = await connect(databaseUrl)
   try {
-    await migrate(client)
+    for (const { version, name } of await migrate(client)) log.info({ version, name }, 'applied database migration')
   } catch (error) {
     await client.close()
     throw new Error(`DATABASE_URL: could not prepare the database (${String(error)})`)
@@ -25,7 +27,7 @@ async function openSqlStore (databaseUrl: string, limits: StoreLimits): Promise<
 export default fp(async (fastify) => {
   const { DATABASE_URL, CATS_MAX, BODY_LIMIT } = fastify.config
   const limits = { maxCats: CATS_MAX, maxCatBytes: BODY_LIMIT }
-  const store: CatsStore = DATABASE_URL === undefined ? new MemoryCatsStore(limits) : await openSqlStore(DATABASE_URL, limits)
+  const store: CatsStore = DATABASE_URL === undefined ? new MemoryCatsStore(limits) : await openSqlStore(DATABASE_URL, limits, fastify.log)
   fastify.decorate('catsStore', store)
   fastify.addHook('onClose', async () => {
     await store.close()

@@ -7,51 +7,56 @@ const Duration = Type.String({
 })
 
 /** One of the given words; the pattern makes a validation error name them all. */
-const OneOf = (words: string[], fallback: string) =>
-  Type.String({ pattern: `^(${words.join('|')})$`, default: fallback })
+const OneOf = (words: string[], fallback: string, description: string) =>
+  Type.String({ pattern: `^(${words.join('|')})$`, default: fallback, description })
 
 /**
  * Every setting of the service. The server reads them from the environment;
  * a host app passes the same keys as plugin options. Both go through this schema.
  */
 export const ConfigSchema = Type.Object({
-  NODE_ENV: Type.String({ default: 'development' }),
   JWT_SECRET: Type.String({ minLength: 32, description: 'HS256 signing secret, at least 32 characters' }),
-  JWT_EXPIRES_IN: Type.String({ ...Duration, default: '60m' }),
-  JWT_ISSUER: Type.Optional(Type.String({ minLength: 1 })),
-  JWT_AUDIENCE: Type.Optional(Type.String({ minLength: 1 })),
-  PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
-  HOST: Type.String({ minLength: 1, default: '127.0.0.1' }),
-  LOG_LEVEL: OneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
-  USERS_FILE: Type.Optional(Type.String({ minLength: 1 })),
-  CATS_AUTH: OneOf(['public', 'required'], 'public'),
+  JWT_EXPIRES_IN: Type.String({ ...Duration, default: '60m', description: 'Token lifetime: a whole number and `s`, `m`, `h` or `d`' }),
+  JWT_ISSUER: Type.Optional(Type.String({ minLength: 1, description: 'When set, signed into tokens (`iss`) and required on verification' })),
+  JWT_AUDIENCE: Type.Optional(Type.String({ minLength: 1, description: 'When set, signed into tokens (`aud`) and required on verification' })),
+  PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000, description: 'TCP port the server listens on' }),
+  HOST: Type.String({ minLength: 1, default: '127.0.0.1', description: 'Address the server listens on' }),
+  LOG_LEVEL: OneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info', 'pino level: `fatal` … `trace`, or `silent`'),
+  NODE_ENV: Type.String({ default: 'development', description: 'With `production`, the server refuses to start without `USERS_FILE`' }),
+  USERS_FILE: Type.Optional(Type.String({ minLength: 1, description: 'JSON file of users (see Users); unset means the demo users and a warning' })),
+  CATS_AUTH: OneOf(['public', 'required'], 'public', '`required` puts the token guard on every `/cats` route'),
   DATABASE_URL: Type.Optional(Type.String({
     pattern: '^(postgres|postgresql|pglite)://.+',
-    description: 'Unset: cats in memory; postgres://… a PostgreSQL server; pglite://<dir> or pglite://memory embedded PostgreSQL'
+    description: 'Unset: cats in memory; `postgres://…` a PostgreSQL server; `pglite://<directory>` or `pglite://memory` embedded PostgreSQL'
   })),
-  REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://.+', description: 'Shares the login rate limit between instances' })),
-  CATS_MAX: Type.Integer({ minimum: 1, default: 50_000, description: 'Most cats stored; past it POST /cats gets 507' }),
+  REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://.+', description: '`redis://…`: the login rate limit is shared by every instance' })),
+  CATS_MAX: Type.Integer({ minimum: 1, default: 50_000, description: 'Most cats stored; past it `POST /cats` gets 507' }),
   WRITE_HEAP_RATIO: Type.Number({
     exclusiveMinimum: 0,
     maximum: 1,
     default: 0.8,
     description: 'Creates and updates get 507 while the heap is above this share of its limit'
   }),
-  BODY_LIMIT: Type.Integer({ minimum: 256, maximum: 1_048_576, default: 8192, description: 'Largest request body, and largest stored cat, in bytes' }),
-  DOCS_ENABLED: Type.Boolean({ default: true }),
-  TRUST_PROXY: Type.String({ default: 'false', description: 'false, true, a hop count, or comma-separated addresses/CIDRs' }),
-  CORS_ORIGINS: Type.String({ default: '', description: 'Comma-separated allowed origins; empty turns CORS off' }),
-  LOGIN_RATE_LIMIT_MAX: Type.Integer({ minimum: 1, default: 10 }),
-  LOGIN_RATE_LIMIT_WINDOW: Type.String({ ...Duration, default: '1m' }),
-  HASH_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 2 }),
-  HASH_QUEUE_MAX: Type.Integer({ minimum: 0, default: 100 }),
-  CONNECTION_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 30_000, description: 'Idle socket timeout' }),
-  HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 10_000, description: 'Time allowed to receive all request headers' }),
-  REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 30_000, description: 'Time allowed to receive a whole request' }),
-  KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 5_000 }),
+  BODY_LIMIT: Type.Integer({
+    minimum: 256,
+    maximum: 1_048_576,
+    default: 8192,
+    description: 'Largest request body in bytes (413), and largest stored cat after a merge'
+  }),
+  DOCS_ENABLED: Type.Boolean({ default: true, description: '`false` turns off `/docs` and `/docs/json`' }),
+  TRUST_PROXY: Type.String({ default: 'false', description: '`true`, a hop count, or comma-separated proxy addresses/CIDRs (for the client address)' }),
+  CORS_ORIGINS: Type.String({ default: '', description: 'Comma-separated origins allowed by CORS; empty turns CORS off' }),
+  LOGIN_RATE_LIMIT_MAX: Type.Integer({ minimum: 1, default: 10, description: 'Login attempts per client address, and per username, per window' }),
+  LOGIN_RATE_LIMIT_WINDOW: Type.String({ ...Duration, default: '1m', description: 'The login rate limit\'s window: a whole number and `s`, `m`, `h` or `d`' }),
+  HASH_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 2, description: 'Password hashes computed at once' }),
+  HASH_QUEUE_MAX: Type.Integer({ minimum: 0, default: 100, description: 'Logins waiting for a hash; beyond that 503' }),
+  CONNECTION_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 30_000, description: 'Idle socket timeout, in milliseconds' }),
+  HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 10_000, description: 'Time allowed to receive all request headers, in milliseconds' }),
+  REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 30_000, description: 'Time allowed to receive a whole request, in milliseconds' }),
+  KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 5_000, description: 'Keep-alive idle time, in milliseconds' }),
   MAX_HEADER_BYTES: Type.Integer({ minimum: 1024, default: 16_384, description: 'Larger request headers get 431' }),
-  MAX_EVENT_LOOP_DELAY_MS: Type.Integer({ minimum: 0, default: 1000, description: '0 turns the check off' }),
-  MAX_HEAP_USED_BYTES: Type.Integer({ minimum: 0, default: 0, description: '0 turns the check off' })
+  MAX_EVENT_LOOP_DELAY_MS: Type.Integer({ minimum: 0, default: 1000, description: 'Load shedding (503) past this event-loop delay; `0` turns the check off' }),
+  MAX_HEAP_USED_BYTES: Type.Integer({ minimum: 0, default: 0, description: 'Load shedding (503) past this heap use; `0` turns the check off' })
 })
 
 export type Config = Static<typeof ConfigSchema>
@@ -59,19 +64,31 @@ export type Config = Static<typeof ConfigSchema>
 /** Settings as a caller may give them: JWT_SECRET is required, the rest have defaults. */
 export type ConfigInput = Partial<Record<keyof Config, string | number | boolean | undefined>> & { JWT_SECRET: string }
 
+/** Where settings come from besides the given source. */
+export interface ConfigSources {
+  /**
+   * A `.env` file to read when it exists (the standalone server and tools only, never an embedding app):
+   * the source's values win over the file's.
+   */
+  envFile?: string
+}
+
+/** env-schema reads the file when it exists; the values given in `data` win over it. */
+const dotenvOption = (envFile: string | undefined): false | { path: string } => envFile === undefined ? false : { path: envFile }
+
 /**
  * Validates settings and fills in defaults. Throws one Error naming every bad
  * variable, e.g. `env/JWT_SECRET must NOT have fewer than 32 characters`.
  */
-export function loadConfig (source: Record<string, unknown>): Config {
-  return envSchema<Config>({ schema: ConfigSchema, data: { ...source }, env: false })
+export function loadConfig (source: Record<string, unknown>, { envFile }: ConfigSources = {}): Config {
+  return envSchema<Config>({ schema: ConfigSchema, data: { ...source }, env: false, dotenv: dotenvOption(envFile) })
 }
 
 const DatabaseSchema = Type.Pick(ConfigSchema, ['DATABASE_URL'])
 
 /** Only the database setting, for tools that need nothing else (npm run migrate). */
-export function loadDatabaseConfig (source: Record<string, unknown>): Static<typeof DatabaseSchema> {
-  return envSchema<Static<typeof DatabaseSchema>>({ schema: DatabaseSchema, data: { ...source }, env: false })
+export function loadDatabaseConfig (source: Record<string, unknown>, { envFile }: ConfigSources = {}): Static<typeof DatabaseSchema> {
+  return envSchema<Static<typeof DatabaseSchema>>({ schema: DatabaseSchema, data: { ...source }, env: false, dotenv: dotenvOption(envFile) })
 }
 
 const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 }

@@ -7,7 +7,8 @@ import { serverOptions } from './http/server-options.js'
 async function main (): Promise<void> {
   let config: Config
   try {
-    config = loadConfig(process.env)
+    // Standalone only: a .env file in the working directory fills in what the environment does not set.
+    config = loadConfig(process.env, { envFile: '.env' })
   } catch (error) {
     console.error(`Invalid configuration: ${String(error)}`)
     process.exit(1)

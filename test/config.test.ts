@@ -1,4 +1,5 @@
 import t from 'tap'
+import { join } from 'node:path'
 import { ConfigSchema, durationToSeconds, loadConfig, loadDatabaseConfig, parseTrustProxy } from '../src/config.js'
 
 const SECRET = 'a-test-secret-that-is-32-chars-!'
@@ -210,4 +211,16 @@ t.test('loadDatabaseConfig reads only DATABASE_URL and checks its scheme', async
   t.strictSame(loadDatabaseConfig({ DATABASE_URL: 'pglite://memory', JWT_SECRET: 'short' }), { DATABASE_URL: 'pglite://memory' })
   t.strictSame(loadDatabaseConfig({}), {})
   t.throws(() => loadDatabaseConfig({ DATABASE_URL: 'mysql://x' }), /DATABASE_URL must match pattern/)
+})
+
+t.test('envFile: a .env file fills in what the source does not set, and the source wins', async (t) => {
+  const dir = t.testdir({ '.env': `JWT_SECRET=${SECRET}\nPORT=4000\nCATS_AUTH=required\nDATABASE_URL=pglite://from-file\n` })
+  const envFile = join(dir, '.env')
+  const config = loadConfig({ CATS_AUTH: 'public' }, { envFile })
+  t.equal(config.JWT_SECRET, SECRET, 'from the file')
+  t.equal(config.PORT, 4000, 'from the file, coerced')
+  t.equal(config.CATS_AUTH, 'public', 'the source wins over the file')
+  t.strictSame(loadDatabaseConfig({}, { envFile }), { DATABASE_URL: 'pglite://from-file' })
+  t.strictSame(loadDatabaseConfig({ DATABASE_URL: 'pglite://memory' }, { envFile }), { DATABASE_URL: 'pglite://memory' })
+  t.equal(loadConfig({ JWT_SECRET: SECRET }, { envFile: join(dir, 'missing.env') }).PORT, 3000, 'a missing file is no error')
 })

@@ -3,8 +3,11 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
 import { once } from 'node:events'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import net from 'node:net'
+import { PGlite } from '@electric-sql/pglite'
 import { verifyPassword } from '../src/auth/password.js'
 import { TEST_SECRET } from './support/app.js'
+import { renderConfigTable, renderEnvExample } from '../src/config-docs.js'
 
 const serverFile = join(import.meta.dirname, '..', 'dist', 'src', 'server.js')
 // The child runs the compiled files; keep their coverage out of the report of the .ts sources.
@@ -17,9 +20,10 @@ interface Running {
 }
 
 /** Starts the compiled server on a free port (PORT=0) and waits for its listening line. */
-async function startServer (env: Record<string, string> = {}): Promise<Running> {
+async function startServer (env: Record<string, string> = {}, cwd?: string): Promise<Running> {
   const child = spawn(process.execPath, [serverFile], {
-    env: { ...baseEnv, JWT_SECRET: TEST_SECRET, PORT: '0', HOST: '127.0.0.1', ...env }
+    env: { ...baseEnv, JWT_SECRET: TEST_SECRET, PORT: '0', HOST: '127.0.0.1', ...env },
+    cwd
   })
   let output = ''
   child.stderr.on('data', (chunk) => { output += String(chunk) })
@@ -103,8 +107,17 @@ t.test('NODE_ENV=production without USERS_FILE exits non-zero with a message', a
   t.match(output, /USERS_FILE is required/)
 })
 
-async function runCli (file: string, args: string[], stdin: string, env: Record<string, string> = {}): Promise<{ code: number | null, stdout: string, stderr: string }> {
-  const child = spawn(process.execPath, [join(import.meta.dirname, '..', 'dist', 'src', 'cli', file), ...args], { env: { ...baseEnv, ...env } })
+/** A port nothing listens on (taken from the OS, then released). */
+async function closedPort (): Promise<number> {
+  const server = net.createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const address = server.address()
+  await new Promise<void>((resolve) => server.close(() => resolve()))
+  return typeof address === 'object' && address !== null ? address.port : 0
+}
+
+async function runCli (file: string, args: string[], stdin: string, env: Record<string, string> = {}, cwd?: string): Promise<{ code: number | null, stdout: string, stderr: string }> {
+  const child = spawn(process.execPath, [join(import.meta.dirname, '..', 'dist', 'src', 'cli', file), ...args], { env: { ...baseEnv, ...env }, cwd })
   let stdout = ''
   let stderr = ''
   child.stdout.on('data', (chunk) => { stdout += String(chunk) })
@@ -136,14 +149,78 @@ t.test('npm run openapi writes the OpenAPI document to a file', async (t) => {
   t.ok(doc.paths['/cats/{id}'])
 })
 
-t.test('npm run migrate creates the schema in DATABASE_URL, and says when there is none', async (t) => {
+t.test('npm run migrate upgrades a database made by the earlier start-up code, and shows the status', async (t) => {
   const dir = t.testdir()
-  const migrated = await runCli('migrate.js', [], '', { DATABASE_URL: `pglite://${dir}` })
+  const env = { DATABASE_URL: `pglite://${dir}` }
+  // The schema as the start-up code before versioned migrations created it, with two cats.
+  const legacy = new PGlite(dir)
+  await legacy.exec(`
+    CREATE TABLE cats (seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, id bigint NOT NULL, data json NOT NULL);
+    CREATE INDEX cats_id_seq_idx ON cats (id, seq);
+    CREATE TABLE cats_count (singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton), count bigint NOT NULL);
+    INSERT INTO cats (id, data) VALUES (1, '{"id":1,"name":"Tom","age":3,"breed":"Siamese"}'), (2, '{"id":2,"name":"Kit","age":1,"breed":"Persian"}');
+    INSERT INTO cats_count VALUES (true, 2);
+  `)
+  await legacy.close()
+
+  const pending = await runCli('migrate.js', ['status'], '', env)
+  t.equal(pending.code, 0)
+  t.match(pending.stdout, /^version\s+name\s+state\n001\s+cats\s+pending\n$/)
+  const migrated = await runCli('migrate.js', [], '', env)
   t.equal(migrated.code, 0)
-  t.match(migrated.stdout, /The cats schema is up to date/)
-  const again = await runCli('migrate.js', [], '', { DATABASE_URL: `pglite://${dir}` })
-  t.equal(again.code, 0, 'running it twice is fine')
+  t.equal(migrated.stdout, 'Applied 001 cats\nThe cats schema is up to date\n')
+  const again = await runCli('migrate.js', [], '', env)
+  t.equal(again.stdout, 'The cats schema is up to date\n', 'a second run applies nothing')
+  const applied = await runCli('migrate.js', ['status'], '', env)
+  t.match(applied.stdout, /\n001\s+cats\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n$/)
+
+  const upgraded = new PGlite(dir)
+  t.teardown(() => upgraded.close())
+  const { rows } = await upgraded.query<{ data: unknown }>('SELECT data FROM cats ORDER BY seq')
+  t.strictSame(rows.map((row) => row.data), [
+    { id: 1, name: 'Tom', age: 3, breed: 'Siamese' },
+    { id: 2, name: 'Kit', age: 1, breed: 'Persian' }
+  ], 'the cats are kept')
+})
+
+t.test('npm run migrate: usage, no DATABASE_URL, and a database that cannot be reached', async (t) => {
+  const usage = await runCli('migrate.js', ['sideways'], '')
+  t.equal(usage.code, 1)
+  t.match(usage.stderr, /Usage: npm run migrate \[-- status\]/)
   const none = await runCli('migrate.js', [], '')
   t.equal(none.code, 1)
   t.match(none.stderr, /DATABASE_URL is not set/)
+  const port = await closedPort()
+  const unreachable = await runCli('migrate.js', ['status'], '', { DATABASE_URL: `postgres://cats:hunter2@127.0.0.1:${port}/cats` })
+  t.equal(unreachable.code, 1)
+  t.match(unreachable.stderr, /^Migration failed: .*ECONNREFUSED/)
+  t.notMatch(unreachable.stderr, /hunter2/, 'the password is not printed')
+})
+
+t.test('npm start reads a .env file from its working directory; variables set in the environment win over it', async (t) => {
+  const dir = t.testdir({ '.env': 'CATS_AUTH=required\nDOCS_ENABLED=false\nPORT=1\n' })
+  const { child, base } = await startServer({ DOCS_ENABLED: 'true' }, dir)
+  t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
+  t.equal((await fetch(`${base}/cats`)).status, 401, 'CATS_AUTH=required from the file took effect')
+  t.equal((await fetch(`${base}/docs/json`)).status, 200, 'DOCS_ENABLED=true from the environment beat the file')
+  t.not(new URL(base).port, '1', 'PORT=0 from the environment beat the file')
+  const exited = once(child, 'exit')
+  child.kill('SIGTERM')
+  t.equal((await exited)[0], 0)
+})
+
+t.test('npm run migrate takes DATABASE_URL from a .env file too', async (t) => {
+  const dir = t.testdir({ '.env': 'DATABASE_URL=pglite://./data\n' })
+  const { code, stdout } = await runCli('migrate.js', [], '', {}, dir)
+  t.equal(code, 0)
+  t.equal(stdout, 'Applied 001 cats\nThe cats schema is up to date\n')
+})
+
+t.test('npm run settings rewrites .env.example and the README table in its working directory', async (t) => {
+  const dir = t.testdir({ 'README.md': '# Title\n\n<!-- settings:start -->\nstale\n<!-- settings:end -->\n\nAfter.\n' })
+  const { code, stdout } = await runCli('settings.js', [], '', {}, dir)
+  t.equal(code, 0)
+  t.match(stdout, /Wrote \.env\.example/)
+  t.equal(readFileSync(join(dir, '.env.example'), 'utf8'), renderEnvExample())
+  t.equal(readFileSync(join(dir, 'README.md'), 'utf8'), `# Title\n\n<!-- settings:start -->\n${renderConfigTable()}\n<!-- settings:end -->\n\nAfter.\n`)
 })

@@ -4,36 +4,6 @@ import { mergeWithinLimit } from './merge-rules.js'
 import { CatTooLargeError, CollectionFullError, StoreUnavailableError } from './store-errors.js'
 import type { SqlClient } from './sql-client.js'
 
-/**
- * The schema, created idempotently. `seq` keeps creation order; `(id, seq)`
- * finds the earliest created cat with an id through the index; `cats_count`
- * holds the number of stored cats in one row, whose lock serializes creates
- * so that id = count + 1 holds across instances.
- */
-const MIGRATION = `
-CREATE TABLE IF NOT EXISTS cats (
-  seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-  id bigint NOT NULL,
-  data json NOT NULL
-);
-CREATE INDEX IF NOT EXISTS cats_id_seq_idx ON cats (id, seq);
-CREATE TABLE IF NOT EXISTS cats_count (
-  singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
-  count bigint NOT NULL
-);
-INSERT INTO cats_count (singleton, count) VALUES (true, 0) ON CONFLICT DO NOTHING;
-`
-
-/** Runs the migration; an advisory lock keeps two instances starting together from racing. */
-export async function migrate (client: SqlClient): Promise<void> {
-  await client.transaction(async (tx) => {
-    await tx.query("SELECT pg_advisory_xact_lock(hashtext('cats-migration'))")
-    for (const statement of MIGRATION.split(';').map((part) => part.trim()).filter((part) => part !== '')) {
-      await tx.query(statement)
-    }
-  })
-}
-
 interface DataRow extends Record<string, unknown> {
   data: StoredCat
 }

@@ -6,9 +6,14 @@ export interface SqlExecutor {
   query: <Row extends Record<string, unknown>>(text: string, params?: unknown[]) => Promise<Row[]>
 }
 
+/** Inside a transaction, also scripts of several statements (no parameters), such as a migration file. */
+export interface SqlTransaction extends SqlExecutor {
+  execScript: (sql: string) => Promise<void>
+}
+
 /** The little the SQL store needs from a database: queries, transactions, close. */
 export interface SqlClient extends SqlExecutor {
-  transaction: <T>(work: (tx: SqlExecutor) => Promise<T>) => Promise<T>
+  transaction: <T>(work: (tx: SqlTransaction) => Promise<T>) => Promise<T>
   close: () => Promise<void>
 }
 
@@ -33,7 +38,10 @@ export async function postgresClient (connectionString: string): Promise<SqlClie
       const client = await pool.connect()
       try {
         await client.query('BEGIN')
-        const result = await work({ query: async (text, params) => (await client.query(text, params)).rows })
+        const result = await work({
+          query: async (text, params) => (await client.query(text, params)).rows,
+          execScript: async (sql) => { await client.query(sql) }
+        })
         await client.query('COMMIT')
         client.release()
         return result
@@ -53,8 +61,9 @@ export async function pgliteClient (location: string): Promise<SqlClient> {
   const { PGlite } = await import('@electric-sql/pglite')
   const db = location === 'memory' ? new PGlite() : new PGlite(location)
   await db.waitReady
-  const executor = (target: Pick<PGlite, 'query'>): SqlExecutor => ({
-    query: async <Row extends Record<string, unknown>>(text: string, params?: unknown[]) => (await target.query<Row>(text, params)).rows
+  const executor = (target: Pick<PGlite, 'query' | 'exec'>): SqlTransaction => ({
+    query: async <Row extends Record<string, unknown>>(text: string, params?: unknown[]) => (await target.query<Row>(text, params)).rows,
+    execScript: async (sql) => { await target.exec(sql) }
   })
   return {
     ...executor(db),

@@ -6,7 +6,8 @@ import { PGLiteSocketServer } from '@electric-sql/pglite-socket'
 import { MemoryCatsStore } from '../../src/cats/memory-cats-store.js'
 import { NO_LIMITS, type CatsStore, type StoreLimits } from '../../src/cats/cats-store.js'
 import { pgliteClient, postgresClient, type SqlClient } from '../../src/cats/sql-client.js'
-import { migrate, SqlCatsStore } from '../../src/cats/sql-cats-store.js'
+import { SqlCatsStore } from '../../src/cats/sql-cats-store.js'
+import { migrate } from '../../src/cats/sql-migrations.js'
 import type { CreateCatBody, StoredCat, UpdateCatBody } from '../../src/cats/schemas.js'
 
 /**

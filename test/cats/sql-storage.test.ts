@@ -9,7 +9,9 @@ import pg from 'pg'
 import type { FastifyInstance, InjectOptions } from 'fastify'
 import { PGlite } from '@electric-sql/pglite'
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket'
-import { build } from '../support/app.js'
+import Fastify from 'fastify'
+import serviceApp from '../../src/app.js'
+import { build, logCapture, testConfig } from '../support/app.js'
 
 /**
  * The app over the SQL stores: the same answers as the memory store, data on
@@ -239,6 +241,23 @@ t.test('pglite://<directory>: the cats survive closing the app and opening a new
   t.equal((await second.inject(get('/cats/3'))).json().name, 'Kit', 'creation order kept: the earliest created wins')
   t.strictSame((await second.inject(post(kit))).json(), { id: 4, ...kit }, 'the count was kept too')
   await second.close()
+})
+
+t.test('start-up logs each migration it applies, and nothing on a database already up to date', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'cats-pglite-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const startLogged = async (): Promise<string> => {
+    const log = logCapture()
+    const app = Fastify({ logger: { level: 'info', stream: log.stream }, pluginTimeout: 120_000 })
+    await app.register(serviceApp, { config: { ...testConfig, DATABASE_URL: `pglite://${dir}` } })
+    await app.ready()
+    await app.close()
+    return log.text()
+  }
+  const first = (await startLogged()).split('\n').filter((line) => line.includes('applied database migration'))
+  t.equal(first.length, 1)
+  t.match(JSON.parse(first[0]), { version: 1, name: 'cats', msg: 'applied database migration' })
+  t.notMatch(await startLogged(), /applied database migration/)
 })
 
 t.test('a database that goes away: 503 at once, readiness says so, then recovery', async (t) => {

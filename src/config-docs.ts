@@ -1,0 +1,62 @@
+import { ConfigSchema } from './config.js'
+
+/**
+ * The settings' documentation, generated from the config schema so that it
+ * cannot drift from it: `.env.example` and the README's configuration table
+ * (`npm run settings` writes both; a test fails when either is out of date).
+ */
+
+export const README_START = '<!-- settings:start -->'
+export const README_END = '<!-- settings:end -->'
+
+interface Setting {
+  name: string
+  description: string
+  fallback: unknown
+  required: boolean
+}
+
+function settings (): Setting[] {
+  const required = new Set<string>(ConfigSchema.required)
+  return Object.entries(ConfigSchema.properties).map(([name, schema]) => ({
+    name,
+    description: String(schema.description),
+    fallback: schema.default,
+    required: required.has(name) && schema.default === undefined
+  }))
+}
+
+function defaultCell ({ fallback, required }: Setting): string {
+  if (fallback === undefined) return required ? '— (required)' : 'unset'
+  return fallback === '' ? 'empty' : `\`${String(fallback)}\``
+}
+
+/** The README's table of settings, one row each. */
+export function renderConfigTable (): string {
+  const rows = settings().map((setting) =>
+    `| \`${setting.name}\` | ${defaultCell(setting)} | ${setting.description.replaceAll('|', '\\|')}. |`)
+  return ['| Variable | Default | Meaning |', '|---|---|---|', ...rows].join('\n')
+}
+
+/** `.env.example`: every setting with its meaning; each optional one commented out at its default. */
+export function renderEnvExample (): string {
+  const blocks = settings().map(({ name, description, fallback, required }) => required
+    ? `# ${description}. Required.\n${name}=`
+    : `# ${description}.\n# ${name}=${fallback === undefined ? '' : String(fallback)}`)
+  return [
+    '# Every setting of the cats API, generated from src/config.ts by `npm run settings`: do not edit by hand.',
+    '# Copy to .env: `npm start` reads it from the working directory when present, and variables set in the',
+    '# environment win over it. Commented lines show the default.',
+    '',
+    blocks.join('\n\n'),
+    ''
+  ].join('\n')
+}
+
+/** The README with the table between its markers replaced by the current one. */
+export function updateReadme (readme: string): string {
+  const start = readme.indexOf(README_START)
+  const end = readme.indexOf(README_END)
+  if (start === -1 || end < start) throw new Error(`README.md needs the markers ${README_START} and ${README_END}`)
+  return `${readme.slice(0, start + README_START.length)}\n${renderConfigTable()}\n${readme.slice(end)}`
+}

@@ -1,0 +1,178 @@
+import { randomBytes } from 'node:crypto'
+import t, { type Test } from 'tap'
+import pg from 'pg'
+import { pgliteClient, postgresClient, type SqlClient } from '../../src/cats/sql-client.js'
+import { SqlCatsStore } from '../../src/cats/sql-cats-store.js'
+import { migrate, migrationStatus, MIGRATIONS_TABLE } from '../../src/cats/sql-migrations.js'
+
+/**
+ * Versioned migrations on PGlite and on the PostgreSQL server at
+ * TEST_DATABASE_URL: adopting a database made by the start-up code that came
+ * before them, status, checksums, and instances migrating at the same time.
+ */
+
+/** The DDL the service ran at every start before versioned migrations, verbatim: it builds an "existing" database. */
+const LEGACY_SCHEMA = [
+  `CREATE TABLE IF NOT EXISTS cats (
+  seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  id bigint NOT NULL,
+  data json NOT NULL
+)`,
+  'CREATE INDEX IF NOT EXISTS cats_id_seq_idx ON cats (id, seq)',
+  `CREATE TABLE IF NOT EXISTS cats_count (
+  singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+  count bigint NOT NULL
+)`,
+  'INSERT INTO cats_count (singleton, count) VALUES (true, 0) ON CONFLICT DO NOTHING'
+]
+
+/** A time zone far from UTC, so a time written in the wrong zone is off by hours. */
+const FAR_ZONE = 'Pacific/Kiritimati'
+
+/** A client on a fresh, empty schema whose session time zone is FAR_ZONE. */
+type SchemaFactory = (t: Test) => Promise<SqlClient>
+
+const freshSchemaName = (): string => `cats_test_${randomBytes(6).toString('hex')}`
+const tom = { name: 'Tom', age: 3, breed: 'Siamese' }
+const cats = { version: 1, name: 'cats' }
+
+async function tableExists (client: SqlClient, table: string): Promise<boolean> {
+  const [row] = await client.query<{ exists: boolean }>('SELECT to_regclass($1) IS NOT NULL AS exists', [table])
+  return row.exists
+}
+
+/** Checks that a migration ran between `since` and now: the time is read back in UTC whatever the session's zone. */
+function ranRecently (t: Test, appliedAt: Date | undefined, since: number): void {
+  t.type(appliedAt, Date)
+  const time = appliedAt?.getTime() ?? 0
+  t.ok(time >= since - 5000 && time <= Date.now() + 5000, `applied at ${appliedAt?.toISOString()}, within the test's time`)
+}
+
+function migrationSuite (t: Test, openSchema: SchemaFactory): void {
+  t.test('a database created by the earlier start-up code is upgraded in place and keeps its cats', async (t) => {
+    const client = await openSchema(t)
+    for (const statement of LEGACY_SCHEMA) await client.query(statement)
+    const store = new SqlCatsStore(client)
+    for (const name of ['A', 'B', 'C']) await store.create({ ...tom, name })
+    await store.remove(2)
+    await store.update(3, { toy: 'ball' })
+    const before = await store.listJson()
+
+    t.strictSame(await migrationStatus(client), [{ ...cats, appliedAt: undefined, known: true }], 'pending before')
+    const since = Date.now()
+    t.strictSame(await migrate(client), [cats], 'migration 1 is recorded')
+    const [status] = await migrationStatus(client)
+    t.match(status, { ...cats, known: true })
+    ranRecently(t, status.appliedAt, since)
+
+    t.equal(await store.listJson(), before, 'every cat is kept, byte for byte')
+    t.equal(await store.count(), 2, 'the count row is kept')
+    t.strictSame(await store.create({ ...tom, name: 'D' }), { id: 3, ...tom, name: 'D' }, 'ids go on from the kept count')
+    t.strictSame(await migrate(client), [], 'a second run applies nothing')
+  })
+
+  t.test('an empty schema gets every migration; status before that changes nothing', async (t) => {
+    const client = await openSchema(t)
+    t.strictSame(await migrationStatus(client), [{ ...cats, appliedAt: undefined, known: true }])
+    t.equal(await tableExists(client, MIGRATIONS_TABLE), false, 'status creates no table')
+    const since = Date.now()
+    t.strictSame(await migrate(client), [cats])
+    const [status] = await migrationStatus(client)
+    ranRecently(t, status.appliedAt, since)
+    const store = new SqlCatsStore(client)
+    t.strictSame(await store.create(tom), { id: 1, ...tom })
+    const [{ count }] = await client.query<{ count: string }>(`SELECT count(*) FROM ${MIGRATIONS_TABLE} WHERE version > 0`)
+    t.equal(Number(count), 1)
+  })
+
+  t.test('a migration file changed after it ran stops the run, and the run changes nothing', async (t) => {
+    const client = await openSchema(t)
+    await migrate(client)
+    await client.query(`UPDATE ${MIGRATIONS_TABLE} SET md5 = 'edited' WHERE version = 1`)
+    await t.rejects(migrate(client), /MD5 checksum failed for migration \[1\]/)
+    t.equal(await tableExists(client, 'cats'), true)
+  })
+
+  t.test('a version applied by a newer release shows in the status, and this release still starts', async (t) => {
+    const client = await openSchema(t)
+    await migrate(client)
+    await client.query(`INSERT INTO ${MIGRATIONS_TABLE} (version, name, md5, run_at) VALUES (2, 'later', 'x', now())`)
+    const [first, second] = await migrationStatus(client)
+    t.match(first, { ...cats, known: true })
+    t.match(second, { version: 2, name: 'later', known: false })
+    t.type(second.appliedAt, Date)
+    t.strictSame(await migrate(client), [], 'nothing to apply, nothing undone')
+  })
+}
+
+// Starting a PGlite takes seconds: it starts now.
+const inProcess = pgliteClient('memory')
+t.teardown(async () => (await inProcess).close())
+
+t.test('PGlite in process (pglite://memory)', async (t) => {
+  const shared = await inProcess
+  // One PGlite session for the suite; each test gets its own schema on it.
+  migrationSuite(t, async (t) => {
+    const schema = freshSchemaName()
+    await shared.query(`CREATE SCHEMA ${schema}`)
+    await shared.query(`SET search_path TO ${schema}`)
+    await shared.query(`SET TIME ZONE '${FAR_ZONE}'`)
+    t.teardown(async () => {
+      await shared.query('RESET TIME ZONE')
+      await shared.query('SET search_path TO public')
+      await shared.query(`DROP SCHEMA ${schema} CASCADE`)
+    })
+    return shared
+  })
+
+  t.test('a search_path naming no existing schema is a clear error', async (t) => {
+    await shared.query('SET search_path TO no_such_schema')
+    t.teardown(() => shared.query('SET search_path TO public'))
+    await t.rejects(migrate(shared), /no schema of the search_path exists to hold the tables/)
+  })
+})
+
+/** The server URL with every connection's search_path set to the schema and its time zone to FAR_ZONE. */
+function urlWithSchema (databaseUrl: string, schema: string): string {
+  const url = new URL(databaseUrl)
+  url.searchParams.set('options', `-c search_path=${schema} -c timezone=${FAR_ZONE}`)
+  return url.href
+}
+
+const serverUrl = process.env.TEST_DATABASE_URL
+if (serverUrl === undefined || serverUrl === '') {
+  t.comment('TEST_DATABASE_URL is not set: the PostgreSQL server runs of the migration tests were skipped')
+} else {
+  t.test('the PostgreSQL server at TEST_DATABASE_URL', async (t) => {
+    const admin = new pg.Client(serverUrl)
+    await admin.connect()
+    t.teardown(() => admin.end())
+    /** A fresh schema, dropped on teardown, and a URL whose connections use it. */
+    const freshSchema = async (t: Test): Promise<string> => {
+      const schema = freshSchemaName()
+      await admin.query(`CREATE SCHEMA ${schema}`)
+      t.teardown(() => admin.query(`DROP SCHEMA ${schema} CASCADE`))
+      return urlWithSchema(serverUrl, schema)
+    }
+    const open = async (t: Test, url: string): Promise<SqlClient> => {
+      const client = await postgresClient(url)
+      t.teardown(() => client.close())
+      return client
+    }
+
+    migrationSuite(t, async (t) => open(t, await freshSchema(t)))
+
+    t.test('two instances migrating at once apply each migration once', async (t) => {
+      // Several rounds, each on a fresh schema, so the two runs really overlap at least once.
+      for (let round = 1; round <= 3; round++) {
+        const url = await freshSchema(t)
+        const [first, second] = await Promise.all([open(t, url), open(t, url)])
+        const results = await Promise.all([migrate(first), migrate(second)])
+        t.strictSame(results.map((applied) => applied.length).sort(), [0, 1], `round ${round}: one instance applied it, the other found it done`)
+        const rows = await first.query<{ version: number }>(`SELECT version::integer AS version FROM ${MIGRATIONS_TABLE} WHERE version > 0`)
+        t.strictSame(rows, [{ version: 1 }], `round ${round}: recorded once`)
+        t.equal(await new SqlCatsStore(second).count(), 0)
+      }
+    })
+  })
+}
