@@ -146,6 +146,16 @@ export function summarize (samples: Measurement[], peakRss: number): SideSummary
   }
 }
 
+/** Start-up times in ms, rounded to 0.1 ms in the samples. */
+export function startupStats (samples: number[]): StartupStats {
+  return {
+    samples: samples.map((ms) => Math.round(ms * 10) / 10),
+    median: median(samples),
+    min: samples.length === 0 ? 0 : Math.min(...samples),
+    max: samples.length === 0 ? 0 : Math.max(...samples)
+  }
+}
+
 const ratio = (a: number, b: number): number => (b === 0 ? 0 : a / b)
 
 export function compare (id: string, title: string, target: number | undefined, project: SideSummary, baseline: SideSummary): ScenarioResult {

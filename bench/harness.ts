@@ -1,0 +1,126 @@
+/**
+ * What every group of the benchmark shares: the servers' environment and the
+ * start-up time of each start, the load settings of a run, and measurements
+ * taken again while other processes disturb them.
+ */
+import { measure, type LoadSettings, type Measurement, type Workload } from './load.js'
+import type { Mode } from './options.js'
+import { startServer, type RunningServer, type ServerKind } from './servers.js'
+
+export const CATS_MAX = 2_000_000
+
+// Other processes on the machine inflate the server's CPU per request (preemption,
+// caches): a run during which they used more than this many cores is measured again.
+const BUSY_MACHINE = 0.25
+
+export interface HarnessOptions {
+  /** Repository root. */
+  root: string
+  mode: Mode
+  /** LOG_LEVEL of the service. */
+  logLevel: string
+  /** CPU the servers are pinned to; undefined leaves them unpinned. */
+  serverCpu: number | undefined
+  /** JWT_SECRET of the project and the baseline. */
+  secret: string
+  log: (message: string) => void
+}
+
+export interface StartOverrides {
+  /** Environment on top of the server kind's own. */
+  env?: Record<string, string>
+  /** Runs the server under node --cpu-prof, writing its profile here. */
+  profileDir?: string
+  /** Whether the start-up time goes into the report; by default unless profiled. */
+  countStartup?: boolean
+}
+
+export interface Harness {
+  mode: Mode
+  log: (message: string) => void
+  /** The environment each kind of server gets (on top of PATH and HOME). */
+  env: Record<ServerKind, Record<string, string>>
+  /** Spawn to first successful request, ms, of every counted start. */
+  startups: Record<ServerKind, number[]>
+  start: (kind: ServerKind, overrides?: StartOverrides) => Promise<RunningServer>
+  /** A run of `seconds` (or of exactly `amount` requests) with the mode's connections unless `overrides` say otherwise. */
+  settings: (seconds: number, overrides?: Partial<LoadSettings>, amount?: number) => LoadSettings
+  /** `run()`, repeated (up to `attempts` times) while other processes disturb it; keeps the least disturbed result. */
+  quietest: <T extends { otherLoad: number }>(run: () => Promise<T>, attempts?: number) => Promise<T>
+  /** measure() through quietest(). */
+  measureQuiet: (server: RunningServer, workload: Workload, settings: LoadSettings, attempts?: number) => Promise<Measurement>
+  /**
+   * The measured rounds, interleaved: every server once per round (A B A B …).
+   * Logs each run as `${label(round, index)}: …`; returns the runs per server.
+   */
+  measureRounds: (servers: RunningServer[], workloads: Workload[], settings: LoadSettings,
+    label: (round: number, index: number) => string) => Promise<Measurement[][]>
+  /** Runs measured again because other processes disturbed them. */
+  remeasured: () => number
+}
+
+/** One run in a progress line. */
+const progress = (m: Measurement): string =>
+  `${Math.round(m.reqPerSec).toLocaleString('en-US')} req/s, ${m.cpuMicrosPerRequest.toFixed(1)} µs CPU/req, ` +
+  `p99 ${m.latencyP99} ms, busy ${(m.serverBusy * 100).toFixed(0)}%, others ${m.otherLoad.toFixed(2)} CPU` +
+  `${m.non2xx > 0 ? `, non-2xx ${m.non2xx}` : ''}`
+
+export function createHarness (options: HarnessOptions): Harness {
+  const { root, mode, serverCpu, secret, log } = options
+  const env: Record<ServerKind, Record<string, string>> = {
+    project: {
+      JWT_SECRET: secret,
+      LOG_LEVEL: options.logLevel,
+      CATS_MAX: String(CATS_MAX),
+      // The login rate limit would answer 429 to a benchmark; everything else keeps its default.
+      LOGIN_RATE_LIMIT_MAX: '1000000000'
+    },
+    baseline: { JWT_SECRET: secret, CATS_MAX: String(CATS_MAX) },
+    floor: { FLOOR_CATS: '1000' }
+  }
+  const startups: Record<ServerKind, number[]> = { project: [], baseline: [], floor: [] }
+  let retries = 0
+
+  async function start (kind: ServerKind, overrides: StartOverrides = {}): Promise<RunningServer> {
+    const { profileDir, countStartup = profileDir === undefined } = overrides
+    const nodeArgs = profileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`]
+    const server = await startServer(kind, { root, cpu: serverCpu, env: { ...env[kind], ...overrides.env }, nodeArgs })
+    if (countStartup) startups[kind].push(server.startupMs)
+    return server
+  }
+
+  const settings = (seconds: number, overrides: Partial<LoadSettings> = {}, amount?: number): LoadSettings => ({
+    connections: mode.connections,
+    ...overrides,
+    ...(amount === undefined ? { duration: seconds } : { amount }),
+    timeout: 30
+  })
+
+  async function quietest<T extends { otherLoad: number }> (run: () => Promise<T>, attempts = mode.attempts): Promise<T> {
+    let best = await run()
+    for (let attempt = 1; attempt < attempts && best.otherLoad > BUSY_MACHINE; attempt++) {
+      retries++
+      const again = await run()
+      if (again.otherLoad < best.otherLoad) best = again
+    }
+    return best
+  }
+
+  const measureQuiet = (server: RunningServer, workload: Workload, load: LoadSettings, attempts?: number): Promise<Measurement> =>
+    quietest(() => measure(server.pid, server.url, workload, load), attempts)
+
+  async function measureRounds (servers: RunningServer[], workloads: Workload[], load: LoadSettings,
+    label: (round: number, index: number) => string): Promise<Measurement[][]> {
+    const samples: Measurement[][] = servers.map(() => [])
+    for (let round = 1; round <= mode.rounds; round++) {
+      for (const [index, server] of servers.entries()) {
+        const result = await measureQuiet(server, workloads[index], load)
+        samples[index].push(result)
+        log(`${label(round, index)}: ${progress(result)}`)
+      }
+    }
+    return samples
+  }
+
+  return { mode, log, env, startups, start, settings, quietest, measureQuiet, measureRounds, remeasured: () => retries }
+}

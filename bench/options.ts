@@ -1,0 +1,92 @@
+/**
+ * The command line of `npm run bench`: its options, the usage text, and the
+ * run lengths and sizes that --quick and the other options select.
+ */
+import { parseArgs } from 'node:util'
+import { DEFAULT_DATABASE_URL } from './stores.js'
+
+export const USAGE = `Usage: npm run bench -- [options]
+  --quick            short run (about 4 minutes instead of about 9 on a quiet 2-core machine)
+  --rounds N         measured rounds per server and scenario (default 3: A B A B A B)
+  --duration S       seconds per measured run (default 3, quick 1.5)
+  --connections N    autocannon connections for the throughput scenarios (default 50)
+  --only a,b         run only these parts (results are then not written): flood, scaling, stores, floor and the scenario ids
+                     profile, profile-bad-token, cat-read, cats-list, cats-list-10k, cat-create, cat-update, login
+                     (stores: memory vs PostgreSQL store at env BENCH_DATABASE_URL, default ${DEFAULT_DATABASE_URL})
+  --log-level L      LOG_LEVEL of the service (default warn: no per-request logs)
+  --no-pin           do not pin the server and the load generator to separate CPUs
+  --profile          run both servers under node --cpu-prof in each scenario and print where their CPU time goes
+                     (profiling slows it down: results are then not written)`
+
+/** How long and how hard each part of the benchmark runs. */
+export interface Mode {
+  rounds: number
+  /** Seconds per measured run. */
+  duration: number
+  /** Seconds of warm-up per server and scenario. */
+  warmup: number
+  connections: number
+  /** Logins per measured run of the login scenario (a fixed number, so that every hash started is counted). */
+  loginAmount: number
+  floodConnections: number
+  floodSeconds: number
+  scalingSizes: number[]
+  scalingSeconds: number
+  scalingRuns: number
+  /** Seconds the prefill of one scaling size may take at most. */
+  prefillBudget: number
+  /** Measurements per run at most, while other processes disturb it (see Harness.quietest). */
+  attempts: number
+}
+
+export interface BenchOptions {
+  help: boolean
+  quick: boolean
+  mode: Mode
+  /** The parts named by --only; undefined runs them all. */
+  only: Set<string> | undefined
+  /** LOG_LEVEL of the service. */
+  logLevel: string
+  pin: boolean
+  profile: boolean
+}
+
+export function parseOptions (argv: string[] = process.argv.slice(2)): BenchOptions {
+  const { values: args } = parseArgs({
+    args: argv,
+    options: {
+      quick: { type: 'boolean', default: false },
+      rounds: { type: 'string' },
+      duration: { type: 'string' },
+      connections: { type: 'string', default: '50' },
+      only: { type: 'string' },
+      'log-level': { type: 'string', default: 'warn' },
+      'no-pin': { type: 'boolean', default: false },
+      profile: { type: 'boolean', default: false },
+      help: { type: 'boolean', default: false }
+    }
+  })
+  const quick = args.quick
+  return {
+    help: args.help,
+    quick,
+    mode: {
+      rounds: Math.max(1, Number(args.rounds ?? 3)),
+      duration: Number(args.duration ?? (quick ? 1.5 : 3)),
+      warmup: quick ? 1 : 2,
+      connections: Number(args.connections),
+      loginAmount: quick ? 6 : 12,
+      floodConnections: 50,
+      floodSeconds: quick ? 2 : 5,
+      scalingSizes: quick ? [1_000, 100_000] : [1_000, 100_000, 1_000_000],
+      scalingSeconds: quick ? 1.5 : 2,
+      scalingRuns: quick ? 1 : 2,
+      prefillBudget: quick ? 60 : 180,
+      attempts: 2
+    },
+    only: args.only === undefined ? undefined : new Set(args.only.split(',').map((part) => part.trim())),
+    logLevel: args['log-level'],
+    pin: !args['no-pin'],
+    profile: args.profile
+  }
+}

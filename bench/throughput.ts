@@ -1,0 +1,53 @@
+/**
+ * One scenario on a fresh project server and a fresh baseline server:
+ * prefill, warm-up, then the measured rounds interleaved, compared as
+ * project / baseline. With --profile both run under node --cpu-prof and the
+ * measured rounds' profile summaries are logged.
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import os from 'node:os'
+import { join } from 'node:path'
+import { performance } from 'node:perf_hooks'
+import { summarizeProfiles } from './cpu-profile.js'
+import type { Harness } from './harness.js'
+import { measure, prefill } from './load.js'
+import { memory } from './proc.js'
+import { compare, summarize, type ScenarioResult } from './report.js'
+import type { Scenario } from './scenarios.js'
+import type { RunningServer, ServerKind } from './servers.js'
+
+export async function runScenario (bench: Harness, scenario: Scenario, profile: boolean): Promise<ScenarioResult> {
+  const { mode, log } = bench
+  const login = scenario.id === 'login'
+  const kinds: ServerKind[] = ['project', 'baseline']
+  const servers: RunningServer[] = []
+  const profileDirs = kinds.map((kind) => profile ? mkdtempSync(join(os.tmpdir(), `cats-bench-${kind}-`)) : undefined)
+  let skipMs = [0, 0]
+  try {
+    for (const [index, kind] of kinds.entries()) servers.push(await bench.start(kind, { profileDir: profileDirs[index] }))
+    const workloads = servers.map(() => scenario.workload())
+    for (const server of servers) {
+      const filled = await prefill(server.url, scenario.cats)
+      if (filled.cats !== scenario.cats) throw new Error(`${server.kind}: prefill created ${filled.cats} of ${scenario.cats} cats`)
+      await measure(server.pid, server.url, scenario.workload(), bench.settings(mode.warmup, scenario.settings, login ? 2 : undefined))
+    }
+    // Profiles leave out start-up, prefill and warm-up.
+    skipMs = servers.map((server) => performance.now() - server.spawnedAt)
+    const samples = await bench.measureRounds(servers, workloads,
+      bench.settings(mode.duration, scenario.settings, login ? mode.loginAmount : undefined),
+      (round, index) => `[${scenario.id}] round ${round} ${servers[index].kind}`)
+    const [project, baseline] = servers.map((server, index) => summarize(samples[index], memory(server.pid).peakRss))
+    const result = compare(scenario.id, scenario.title, scenario.target, project, baseline)
+    log(`[${scenario.id}] CPU ratio ${result.ratios.cpuPerRequest.toFixed(2)}, req/s ratio ${result.ratios.reqPerSec.toFixed(2)}`)
+    return result
+  } finally {
+    for (const server of servers) await server.stop()
+    for (const [index, dir] of profileDirs.entries()) {
+      if (dir === undefined) continue
+      // A server writes its profile when it exits.
+      log(`[${scenario.id}] where the ${kinds[index]}'s CPU time goes (node --cpu-prof, measured rounds only):\n` +
+        summarizeProfiles(dir, skipMs[index]))
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }
+}
