@@ -3,11 +3,11 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
 import { once } from 'node:events'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import net from 'node:net'
 import { PGlite } from '@electric-sql/pglite'
 import { verifyPassword } from '../src/auth/password.js'
 import { TEST_SECRET } from './support/app.js'
 import { renderConfigTable, renderEnvExample } from '../src/config-docs.js'
+import { closedPort } from './support/ports.js'
 
 const serverFile = join(import.meta.dirname, '..', 'dist', 'src', 'server.js')
 // The child runs the compiled files; keep their coverage out of the report of the .ts sources.
@@ -106,15 +106,6 @@ t.test('NODE_ENV=production without USERS_FILE exits non-zero with a message', a
   t.equal(code, 1)
   t.match(output, /USERS_FILE is required/)
 })
-
-/** A port nothing listens on (taken from the OS, then released). */
-async function closedPort (): Promise<number> {
-  const server = net.createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const address = server.address()
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  return typeof address === 'object' && address !== null ? address.port : 0
-}
 
 async function runCli (file: string, args: string[], stdin: string, env: Record<string, string> = {}, cwd?: string): Promise<{ code: number | null, stdout: string, stderr: string }> {
   const child = spawn(process.execPath, [join(import.meta.dirname, '..', 'dist', 'src', 'cli', file), ...args], { env: { ...baseEnv, ...env }, cwd })

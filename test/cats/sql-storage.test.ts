@@ -12,6 +12,7 @@ import { PGLiteSocketServer } from '@electric-sql/pglite-socket'
 import Fastify from 'fastify'
 import serviceApp from '../../src/app.js'
 import { build, logCapture, testConfig } from '../support/app.js'
+import { closedPort } from '../support/ports.js'
 
 /**
  * The app over the SQL stores: the same answers as the memory store, data on
@@ -51,15 +52,6 @@ async function pgliteServer (t: Test): Promise<number> {
   await server.start()
   t.teardown(() => server.stop())
   return Number(server.getServerConn().split(':')[1])
-}
-
-/** A port nothing listens on (taken from the OS, then released). */
-async function closedPort (): Promise<number> {
-  const server = net.createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const address = server.address()
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  return typeof address === 'object' && address !== null ? address.port : 0
 }
 
 /**
