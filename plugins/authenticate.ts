@@ -1,10 +1,11 @@
 import fp from 'fastify-plugin'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
-import { TokenClaims } from '../src/auth/schemas.js'
+import { VerifiedClaims } from '../src/auth/schemas.js'
 import { errorBody } from '../src/http/error-body.js'
 import { InvalidToken, MissingToken } from '../src/http/errors.js'
-import { userStillExists } from '../src/auth/token-claims.js'
+import { hasAllowedAge, userStillExists } from '../src/auth/token-claims.js'
+import { durationToSeconds } from '../src/config.js'
 import type { AppOptions } from '../src/app-options.js'
 
 declare module 'fastify' {
@@ -14,7 +15,7 @@ declare module 'fastify' {
   }
 }
 
-const claimsCheck = TypeCompiler.Compile(TokenClaims)
+const claimsCheck = TypeCompiler.Compile(VerifiedClaims)
 const BEARER_PREFIX = /^bearer +/i
 
 /** What follows `Bearer ` (the scheme name is case-insensitive); undefined for another or no scheme. */
@@ -37,6 +38,7 @@ function refuse (reply: FastifyReply, tokenSent: boolean): FastifyReply {
 
 export default fp<AppOptions>(async (fastify, opts) => {
   const validateToken = opts.validateToken ?? userStillExists(fastify.users)
+  const lifetimeSeconds = durationToSeconds(fastify.config.JWT_EXPIRES_IN)
 
   async function authenticate (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
     const token = bearerToken(request.headers.authorization)
@@ -47,10 +49,14 @@ export default fp<AppOptions>(async (fastify, opts) => {
     } catch {
       return refuse(reply, true)
     }
-    const identity = claimsCheck.Check(claims) ? await validateToken(claims, request) : undefined
+    // The claims' shape and age are checked before a host's validateToken sees them.
+    if (!claimsCheck.Check(claims) || !hasAllowedAge(claims, lifetimeSeconds, Math.floor(Date.now() / 1000))) {
+      return refuse(reply, true)
+    }
+    const identity = await validateToken(claims, request)
     if (identity === undefined) return refuse(reply, true)
     request.user = identity
   }
 
   fastify.decorate('authenticate', authenticate)
-}, { name: 'authenticate', dependencies: ['jwt', 'users'] })
+}, { name: 'authenticate', dependencies: ['config', 'jwt', 'users'] })

@@ -24,7 +24,7 @@ export default fp(async (fastify) => {
     verify: {
       algorithms: ['HS256'],
       requiredClaims: [
-        'exp', 'sub', 'username',
+        'exp', 'iat', 'sub', 'username',
         ...(JWT_ISSUER !== undefined ? ['iss'] : []),
         ...(JWT_AUDIENCE !== undefined ? ['aud'] : [])
       ],

@@ -4,7 +4,7 @@ import serviceApp from '../src/app.js'
 import { testConfig } from './support/app.js'
 
 t.test('the service registers into a host app under a prefix without leaking', async (t) => {
-  const host = Fastify()
+  const host = Fastify({ pluginTimeout: 60_000 }) // generous: a loaded machine compiles the plugin slowly
   host.get('/health', async () => ({ host: true }))
   host.post('/echo', async (request) => ({ received: request.body }))
   await host.register(serviceApp, { prefix: '/api', config: { ...testConfig, CATS_AUTH: 'required' } })
@@ -39,7 +39,7 @@ t.test('the service registers into a host app under a prefix without leaking', a
 })
 
 t.test('two embedded instances keep separate state', async (t) => {
-  const host = Fastify()
+  const host = Fastify({ pluginTimeout: 60_000 }) // generous: a loaded machine compiles the plugin slowly
   await host.register(serviceApp, { prefix: '/a', config: testConfig })
   await host.register(serviceApp, { prefix: '/b', config: testConfig })
   t.teardown(() => host.close())

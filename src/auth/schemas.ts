@@ -23,6 +23,10 @@ export const TokenClaims = Type.Object({
 })
 export type TokenClaims = Static<typeof TokenClaims>
 
+/** What the guard checks of a verified token before it asks who the user is. */
+export const VerifiedClaims = Type.Composite([TokenClaims, Type.Object({ iat: Type.Integer(), exp: Type.Integer() })])
+export type VerifiedClaims = Static<typeof VerifiedClaims>
+
 /** The authenticated identity attached to a request and returned by GET /profile. */
 export const Identity = Type.Object({
   userId: UserId,

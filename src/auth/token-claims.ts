@@ -8,6 +8,24 @@ import type { UserStore } from './users.js'
  */
 export type ValidateToken = (claims: TokenClaims, request: FastifyRequest) => Identity | undefined | Promise<Identity | undefined>
 
+/** How far ahead of this server's clock a token's issue time may be (clock skew between instances). */
+export const MAX_ISSUED_AHEAD_SECONDS = 60
+
+/** The times every verified token carries. */
+export interface TokenTimes {
+  iat: number
+  exp: number
+}
+
+/**
+ * A token may live no longer than the configured lifetime and may not claim to
+ * be issued in the future (beyond clock skew): a token minted elsewhere with
+ * the same secret cannot grant itself a longer life.
+ */
+export function hasAllowedAge ({ iat, exp }: TokenTimes, lifetimeSeconds: number, nowSeconds: number): boolean {
+  return exp - iat <= lifetimeSeconds && iat <= nowSeconds + MAX_ISSUED_AHEAD_SECONDS
+}
+
 /** The default validation step: the user must still exist under the same name. */
 export function userStillExists (users: UserStore): ValidateToken {
   return (claims) => {

@@ -92,6 +92,10 @@ t.test('every broken or forged token gets 401 invalid_token, never a 500', async
     ['expired', forge({ alg: 'HS256', typ: 'JWT' }, { ...validClaims(), iat: now() - 7200, exp: now() - 3600 })],
     ['not yet valid (nbf)', forge({ alg: 'HS256', typ: 'JWT' }, { ...validClaims(), nbf: now() + 3600 })],
     ['no exp', without('exp')],
+    ['no iat', without('iat')],
+    ['a lifetime longer than JWT_EXPIRES_IN (60m)', forge({ alg: 'HS256', typ: 'JWT' }, { ...validClaims(), exp: now() + 10 * 365 * 86_400 })],
+    ['a lifetime one second too long', forge({ alg: 'HS256', typ: 'JWT' }, { ...validClaims(), iat: now() - 10, exp: now() - 10 + 3601 })],
+    ['issued more than 60 s in the future', forge({ alg: 'HS256', typ: 'JWT' }, { ...validClaims(), iat: now() + 120, exp: now() + 600 })],
     ['no sub', without('sub')],
     ['no username', without('username')],
     ['sub of the wrong type', forge({ alg: 'HS256', typ: 'JWT' }, { ...validClaims(), sub: { id: 1 } })],
@@ -129,4 +133,45 @@ t.test('an async validation step is awaited', async (t) => {
   const app = await build(t, {}, { validateToken: async (claims) => ({ userId: claims.sub, username: `${claims.username}!` }) })
   const res = await app.inject({ url: '/profile', headers: bearer(tokenFor(app)) })
   t.strictSame(res.json(), { userId: 1, username: 'john!' })
+})
+
+t.test('token age: exactly the configured lifetime, and an iat up to 60 s ahead (clock skew), are accepted', async (t) => {
+  const app = await build(t)
+  const exact = forge({ alg: 'HS256', typ: 'JWT' }, { ...validClaims(), iat: now() - 10, exp: now() - 10 + 3600 })
+  const ahead = forge({ alg: 'HS256', typ: 'JWT' }, { ...validClaims(), iat: now() + 50, exp: now() + 50 + 600 })
+  for (const [name, token] of [['exact lifetime', exact], ['issued 50 s ahead', ahead]]) {
+    const res = await app.inject({ url: '/profile', headers: { authorization: `Bearer ${token}` } })
+    t.equal(res.statusCode, 200, name)
+  }
+})
+
+t.test('the Bearer scheme is matched at the start of the header, with one or more spaces before the token', async (t) => {
+  const app = await build(t)
+  const token = tokenFor(app)
+  const twoSpaces = await app.inject({ url: '/profile', headers: { authorization: `Bearer  ${token}` } })
+  t.equal(twoSpaces.statusCode, 200, 'RFC 6750 allows one or more spaces after the scheme')
+  const inside = await app.inject({ url: '/profile', headers: { authorization: `Basic bearer ${token}` } })
+  t.equal(inside.statusCode, 401, 'a bearer word later in another scheme is not a bearer token')
+  t.equal(inside.headers['www-authenticate'], 'Bearer', 'no bearer token was sent')
+  const noSpace = await app.inject({ url: '/profile', headers: { authorization: `Bearer${token}` } })
+  t.equal(noSpace.statusCode, 401, 'the scheme needs a space after it')
+})
+
+t.test('the claims are checked before a custom validateToken sees them', async (t) => {
+  const seen: unknown[] = []
+  const app = await build(t, {}, {
+    validateToken: (claims) => {
+      seen.push(claims)
+      return { userId: 7, username: 'host-user' }
+    }
+  })
+  const objectSub = forge({ alg: 'HS256', typ: 'JWT' }, { ...validClaims(), sub: { id: 1 } })
+  const res = await app.inject({ url: '/profile', headers: { authorization: `Bearer ${objectSub}` } })
+  t.equal(res.statusCode, 401)
+  const tooLong = forge({ alg: 'HS256', typ: 'JWT' }, { ...validClaims(), exp: now() + 86_400 })
+  t.equal((await app.inject({ url: '/profile', headers: { authorization: `Bearer ${tooLong}` } })).statusCode, 401)
+  t.strictSame(seen, [], 'the host validator never saw a malformed or over-age token')
+  const ok = await app.inject({ url: '/profile', headers: { authorization: `Bearer ${forge({ alg: 'HS256', typ: 'JWT' }, validClaims())}` } })
+  t.strictSame(ok.json(), { userId: 7, username: 'host-user' })
+  t.equal(seen.length, 1)
 })
