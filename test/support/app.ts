@@ -12,7 +12,7 @@ export const testConfig: ConfigInput = { JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'si
 
 // fp() marks the function it is given, so it gets a wrapper: the service's own export stays
 // encapsulated (and honours a prefix) for tests that register it as a host would.
-const unencapsulatedApp = fp<AppOptions>((instance, opts) => serviceApp(instance, opts))
+export const unencapsulatedApp = fp<AppOptions>((instance, opts) => serviceApp(instance, opts))
 
 /**
  * A fresh, ready app that the caller closes. Registered without encapsulation here
