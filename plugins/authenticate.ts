@@ -31,7 +31,7 @@ function refuse (reply: FastifyReply, tokenSent: boolean): FastifyReply {
 }
 
 export default fp<AppOptions>(async (fastify, opts) => {
-  const validateToken = opts.validateToken ?? validateTokenUser
+  const validateToken = opts.validateToken ?? validateTokenUser(fastify.users)
 
   async function authenticate (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
     const token = bearerToken(request.headers.authorization)
