@@ -3,6 +3,10 @@ import fastifyJwt from '@fastify/jwt'
 import { durationToSeconds } from '../src/config.js'
 import type { Identity, TokenClaims } from '../src/auth/schemas.js'
 
+// Keeps @fastify/jwt's own declarations (request.user, fastify.jwt) in this module's
+// compiled types, which a host using the package's token guard reads.
+export type {} from '@fastify/jwt'
+
 declare module '@fastify/jwt' {
   interface FastifyJWT {
     payload: TokenClaims

@@ -25,7 +25,16 @@ export default fp(async (fastify) => {
     }
   })
   if (fastify.config.DOCS_ENABLED) {
-    // The UI's own CSP (same-origin scripts, the hashes of its inline code) replaces the API's on /docs.
-    await fastify.register(swaggerUi, { routePrefix: '/docs', staticCSP: true })
+    await fastify.register(swaggerUi, {
+      routePrefix: '/docs',
+      // The page at /docs (no trailing slash) links its assets by absolute path; without the
+      // prefix a host registered the service under, they would point outside it.
+      indexPrefix: fastify.prefix,
+      // The UI's own CSP (same-origin scripts, the hashes of its inline code) replaces the API's on /docs.
+      staticCSP: true,
+      // Without the top bar: it only offers to explore another document's URL, and its logo is an
+      // inline SVG with a <style> element that the CSP refuses.
+      uiConfig: { layout: 'BaseLayout' }
+    })
   }
 }, { name: 'swagger', dependencies: ['config'] })

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -8,35 +8,7 @@ import { verifyPassword } from '../src/auth/password.js'
 import { TEST_SECRET } from './support/app.js'
 import { renderConfigTable, renderEnvExample } from '../src/config-docs.js'
 import { closedPort } from './support/ports.js'
-
-const serverFile = join(import.meta.dirname, '..', 'dist', 'src', 'server.js')
-// The child runs the compiled files; keep their coverage out of the report of the .ts sources.
-const baseEnv = { PATH: process.env.PATH, _TAPJS_PROCESSINFO_COVERAGE_: '0' }
-
-interface Running {
-  child: ChildProcessWithoutNullStreams
-  base: string
-  output: () => string
-}
-
-/** Starts the compiled server on a free port (PORT=0) and waits for its listening line. */
-async function startServer (env: Record<string, string> = {}, cwd?: string): Promise<Running> {
-  const child = spawn(process.execPath, [serverFile], {
-    env: { ...baseEnv, JWT_SECRET: TEST_SECRET, PORT: '0', HOST: '127.0.0.1', ...env },
-    cwd
-  })
-  let output = ''
-  child.stderr.on('data', (chunk) => { output += String(chunk) })
-  const base = await new Promise<string>((resolve, reject) => {
-    child.stdout.on('data', (chunk) => {
-      output += String(chunk)
-      const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output)
-      if (match !== null) resolve(match[1])
-    })
-    child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${output}`)))
-  })
-  return { child, base, output: () => output }
-}
+import { baseEnv, serverFile, startServer } from './support/server.js'
 
 async function json (response: Response): Promise<unknown> {
   return response.headers.get('content-length') === '0' ? undefined : response.json()

@@ -3,7 +3,7 @@ import { Type, type Static } from '@sinclair/typebox'
 export const LoginBody = Type.Object({
   username: Type.String({ minLength: 1, maxLength: 128 }),
   password: Type.String({ minLength: 1, maxLength: 1024 })
-}, { additionalProperties: false })
+}, { additionalProperties: false, examples: [{ username: 'john', password: 'changeme' }] })
 export type LoginBody = Static<typeof LoginBody>
 
 export const LoginReply = Type.Object({

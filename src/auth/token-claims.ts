@@ -26,8 +26,11 @@ export function hasAllowedAge ({ iat, exp }: TokenTimes, lifetimeSeconds: number
   return exp - iat <= lifetimeSeconds && iat <= nowSeconds + MAX_ISSUED_AHEAD_SECONDS
 }
 
-/** The default validation step: the user must still exist under the same name. */
-export function userStillExists (users: UserStore): ValidateToken {
+/**
+ * The default validation step: the user must still exist under the same name in the
+ * given store (the guard's own, not the request's server: a host's scope has none).
+ */
+export function userStillExists (users: Pick<UserStore, 'findById'>): ValidateToken {
   return (claims) => {
     const user = users.findById(claims.sub)
     if (user === undefined || user.username !== claims.username) return undefined

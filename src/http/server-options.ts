@@ -1,29 +1,54 @@
 import { randomUUID } from 'node:crypto'
-import type { FastifyHttpOptions } from 'fastify'
+import type { FastifyHttpOptions, FastifyRequest } from 'fastify'
 import type { IncomingMessage, Server } from 'node:http'
 import { parseTrustProxy, type Config } from '../config.js'
 import { lazyChildLogger } from './request-logger.js'
 import { clientErrorHandler } from './client-errors.js'
 
-const WELL_FORMED_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
+// Only a UUID is taken from the client: the id is echoed and written in every log line, and
+// a freer format would let a token or password sent there by mistake reach the logs.
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
-/** A client's x-request-id when it is well-formed, else a new UUID. */
+/** A client's x-request-id when it is a UUID, else a new UUID. */
 function requestId (request: IncomingMessage): string {
   const given = request.headers['x-request-id']
-  return typeof given === 'string' && WELL_FORMED_REQUEST_ID.test(given) ? given : randomUUID()
+  return typeof given === 'string' && UUID.test(given) ? given : randomUUID()
+}
+
+/** A URL as logged: the query string may carry a token or a password, so it is replaced. */
+export function urlForLog (url = ''): string {
+  const query = url.indexOf('?')
+  return query === -1 ? url : `${url.slice(0, query)}?[redacted]`
+}
+
+/**
+ * Fastify's request log serializer with the query string of the URL redacted. Fastify
+ * gives it the Fastify request (client address as trusted through proxies); a raw Node
+ * request logged under `req` is serialized alike. No header is logged, so no token or cookie.
+ */
+export function requestForLog (request: FastifyRequest | IncomingMessage): Record<string, unknown> {
+  const fastifyRequest = 'ip' in request
+  return {
+    method: request.method,
+    url: urlForLog(request.url),
+    host: fastifyRequest ? request.host : request.headers.host,
+    remoteAddress: fastifyRequest ? request.ip : request.socket.remoteAddress,
+    remotePort: request.socket.remotePort
+  }
 }
 
 /**
  * Options of the standalone server (a host app that embeds the plugin sets its own):
- * logging with secrets redacted, request ids, proxy trust and the limits that
+ * logging with secrets redacted (query strings included), request ids, proxy trust and the limits that
  * keep slow or oversized requests from holding the server.
  */
 export function serverOptions (config: Config): FastifyHttpOptions<Server> {
   return {
     logger: {
       level: config.LOG_LEVEL,
+      serializers: { req: requestForLog },
       redact: {
-        paths: ['req.headers.authorization', 'req.headers.cookie', '*.password', '*.access_token'],
+        paths: ['req.headers.authorization', 'req.headers.cookie', '*.password', '*.access_token', '*.refresh_token'],
         censor: '[redacted]'
       }
     },

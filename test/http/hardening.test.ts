@@ -3,7 +3,7 @@ import Fastify, { type FastifyInstance } from 'fastify'
 import serviceApp from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { serverOptions } from '../../src/http/server-options.js'
-import { build, bearer, logCapture, tokenFor, testConfig, TEST_SECRET } from '../support/app.js'
+import { build, bearer, logCapture, tokenFor, testConfig, TEST_SECRET, unencapsulatedApp } from '../support/app.js'
 
 const login = (app: FastifyInstance, username: string, password: string, remoteAddress = '127.0.0.1') =>
   app.inject({ method: 'POST', url: '/auth/login', payload: { username, password }, remoteAddress })
@@ -154,7 +154,7 @@ async function withCapturedLogs (t: Test, extra: Record<string, string | number>
   const config = loadConfig({ ...testConfig, LOG_LEVEL: 'trace', ...extra })
   const options = serverOptions(config)
   const app = Fastify({ ...options, logger: { ...(typeof options.logger === 'object' ? options.logger : {}), stream } })
-  await app.register(serviceApp, {
+  await app.register(unencapsulatedApp, {
     config,
     validateToken: (claims) => {
       if (claims.username === 'crash') throw new Error('lookup failed')
@@ -166,32 +166,36 @@ async function withCapturedLogs (t: Test, extra: Record<string, string | number>
   return { app, logs: () => logged() }
 }
 
-t.test('request ids: a well-formed x-request-id is kept, echoed and in every log line of the request', async (t) => {
+const CLIENT_REQUEST_ID = '7D3F0C1E-58B2-4C8A-9E61-2F4B7A9C0D13'
+
+t.test('request ids: a client x-request-id that is a UUID is kept, echoed and in every log line of the request', async (t) => {
   const { app, logs } = await withCapturedLogs(t)
-  const res = await app.inject({ url: '/cats', headers: { 'x-request-id': 'client-abc.123' } })
-  t.equal(res.headers['x-request-id'], 'client-abc.123')
+  const res = await app.inject({ url: '/cats', headers: { 'x-request-id': CLIENT_REQUEST_ID } })
+  t.equal(res.headers['x-request-id'], CLIENT_REQUEST_ID)
   const lines = logs().trim().split('\n').map((line) => JSON.parse(line)).filter((entry) => entry.reqId !== undefined)
   t.ok(lines.length >= 2, 'incoming and completed lines')
-  t.ok(lines.every((entry) => entry.reqId === 'client-abc.123'))
+  t.ok(lines.every((entry) => entry.reqId === CLIENT_REQUEST_ID))
 })
 
-t.test('request ids: a malformed or missing x-request-id is replaced by a UUID', async (t) => {
-  const { app } = await withCapturedLogs(t)
+t.test('request ids: any other or missing x-request-id is replaced by a new UUID', async (t) => {
+  const { app, logs } = await withCapturedLogs(t)
   const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
-  for (const headers of [{}, { 'x-request-id': 'bad id with spaces' }, { 'x-request-id': 'x'.repeat(200) }]) {
+  const others = ['client-abc.123', 'bad id with spaces', 'x'.repeat(200), `${CLIENT_REQUEST_ID}0`]
+  for (const headers of [{}, ...others.map((id) => ({ 'x-request-id': id }))]) {
     const res = await app.inject({ url: '/cats', headers })
     t.match(res.headers['x-request-id'], uuid)
   }
+  for (const id of others) t.notOk(logs().includes(id), `${id.slice(0, 20)} is not logged`)
 })
 
 t.test('errors and logs: a 5xx is logged with its request id and answered generically', async (t) => {
   const { app, logs } = await withCapturedLogs(t)
   const token = app.jwt.sign({ sub: 1, username: 'crash' })
-  const res = await app.inject({ url: '/profile', headers: { ...bearer(token), 'x-request-id': 'req-500' } })
+  const res = await app.inject({ url: '/profile', headers: { ...bearer(token), 'x-request-id': CLIENT_REQUEST_ID } })
   t.equal(res.statusCode, 500)
   t.equal(res.json().message, 'An internal error occurred')
   const errorLine = logs().trim().split('\n').map((line) => JSON.parse(line)).find((entry) => entry.level === 50)
-  t.equal(errorLine?.reqId, 'req-500')
+  t.equal(errorLine?.reqId, CLIENT_REQUEST_ID)
   t.equal(errorLine?.err?.message, 'lookup failed')
 })
 

@@ -1,5 +1,7 @@
 import t from 'tap'
-import { build } from '../support/app.js'
+import Fastify from 'fastify'
+import serviceApp from '../../src/app.js'
+import { build, testConfig } from '../support/app.js'
 
 interface Operation {
   tags?: string[]
@@ -57,4 +59,27 @@ t.test('DOCS_ENABLED=false turns off /docs and /docs/json', async (t) => {
   t.equal((await app.inject('/docs/json')).statusCode, 404)
   t.equal((await app.inject('/docs')).statusCode, 404)
   t.equal(typeof app.swagger, 'function', 'the document can still be generated in-process')
+})
+
+t.test('under a host prefix, /api/docs links its assets inside the prefix, with and without the trailing slash', async (t) => {
+  const host = Fastify()
+  await host.register(serviceApp, { prefix: '/api', config: testConfig })
+  t.teardown(() => host.close())
+  for (const page of ['/api/docs', '/api/docs/']) {
+    const html = (await host.inject(page)).body
+    const assets = [...html.matchAll(/(?:href|src)="([^"]+)"/g)].map((match) => new URL(match[1], `http://host${page}`).pathname)
+    t.equal(assets.length, 7, `${page} links the UI's styles, scripts and icons`)
+    for (const asset of assets) {
+      t.match(asset, /^\/api\/docs\/static\//, `${page}: ${asset}`)
+      t.equal((await host.inject(asset)).statusCode, 200, `${page}: ${asset} is served`)
+    }
+  }
+})
+
+t.test('the login body carries a working example, which Swagger UI pre-fills', async (t) => {
+  const app = await build(t)
+  const doc = (await app.inject('/docs/json')).json()
+  const example = doc.paths['/auth/login'].post.requestBody.content['application/json'].example
+  t.strictSame(example, { username: 'john', password: 'changeme' })
+  t.equal((await app.inject({ method: 'POST', url: '/auth/login', payload: example })).statusCode, 200, 'the example logs in as a demo user')
 })

@@ -10,14 +10,18 @@ export const TEST_SECRET = 'test-secret-that-is-at-least-32-characters-long'
 // The login rate limit is raised here; test/hardening.test.ts checks it with low values.
 export const testConfig: ConfigInput = { JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'silent', LOGIN_RATE_LIMIT_MAX: 1000 }
 
+// fp() marks the function it is given, so it gets a wrapper: the service's own export stays
+// encapsulated (and honours a prefix) for tests that register it as a host would.
+export const unencapsulatedApp = fp<AppOptions>((instance, opts) => serviceApp(instance, opts))
+
 /**
- * A fresh, ready app that the caller closes. Wrapped in fp here (tests only)
- * so that decorators such as app.catsStore and app.jwt are reachable. The long plugin
- * timeout is for PGlite, whose start can exceed Fastify's 10 s on a busy machine.
+ * A fresh, ready app that the caller closes. Registered without encapsulation here
+ * (tests only) so that decorators such as app.catsStore and app.jwt are reachable. The long
+ * plugin timeout is for PGlite, whose start can exceed Fastify's 10 s on a busy machine.
  */
 export async function createApp (config: Partial<ConfigInput> = {}, options: Omit<AppOptions, 'config'> = {}): Promise<FastifyInstance> {
   const app = Fastify({ logger: false, pluginTimeout: 120_000 })
-  await app.register(fp(serviceApp), { config: { ...testConfig, ...config }, ...options })
+  await app.register(unencapsulatedApp, { config: { ...testConfig, ...config }, ...options })
   await app.ready()
   return app
 }

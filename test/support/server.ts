@@ -1,0 +1,33 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
+import { join } from 'node:path'
+import { TEST_SECRET } from './app.js'
+
+export const serverFile = join(import.meta.dirname, '..', '..', 'dist', 'src', 'server.js')
+// The child runs the compiled files; keep their coverage out of the report of the .ts sources.
+export const baseEnv = { PATH: process.env.PATH, _TAPJS_PROCESSINFO_COVERAGE_: '0' }
+
+export interface RunningServer {
+  child: ChildProcessWithoutNullStreams
+  base: string
+  /** Everything the server wrote so far, stdout and stderr. */
+  output: () => string
+}
+
+/** Starts the compiled server on a free port (PORT=0) and waits for its listening line. */
+export async function startServer (env: Record<string, string> = {}, cwd?: string): Promise<RunningServer> {
+  const child = spawn(process.execPath, [serverFile], {
+    env: { ...baseEnv, JWT_SECRET: TEST_SECRET, PORT: '0', HOST: '127.0.0.1', ...env },
+    cwd
+  })
+  let output = ''
+  child.stderr.on('data', (chunk) => { output += String(chunk) })
+  const base = await new Promise<string>((resolve, reject) => {
+    child.stdout.on('data', (chunk) => {
+      output += String(chunk)
+      const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output)
+      if (match !== null) resolve(match[1])
+    })
+    child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${output}`)))
+  })
+  return { child, base, output: () => output }
+}
