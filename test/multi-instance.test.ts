@@ -43,8 +43,8 @@ async function startServer (t: Test, env: Record<string, string> = {}): Promise<
   const base = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL')
-      reject(new Error(`server did not start within 30 s: ${output}`))
-    }, 30_000)
+      reject(new Error(`server did not start within 90 s: ${output}`))
+    }, 90_000)
     const onData = (): void => {
       const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output)
       if (match === null) return

@@ -28,7 +28,8 @@ t.test('the tarball holds the build, README, LICENSE and package.json; no tests,
     t.ok(files.includes(entry), `ships ${entry}`)
   }
   t.ok(files.some((file) => file.startsWith('dist/plugins/')) && files.some((file) => file.startsWith('dist/routes/')), 'ships the autoloaded plugins and routes')
-  const unexpected = files.filter((file) => !/^(package\.json|README\.md|LICENSE|dist\/(src|plugins|routes)\/.+\.(js|d\.ts))$/.test(file))
+  t.ok(files.includes('dist/src/cats/migrations/001.do.cats.sql'), 'ships the SQL migrations')
+  const unexpected = files.filter((file) => !/^(package\.json|README\.md|LICENSE|dist\/(src|plugins|routes)\/.+\.(js|d\.ts)|dist\/src\/cats\/migrations\/[0-9]{3}\.do\.[a-z-]+\.sql)$/.test(file))
   t.strictSame(unexpected, [], 'nothing else: no test/, bench/, TypeScript sources or source maps')
   t.equal(pkg.license, 'MIT')
   t.match(readFileSync(join(root, 'LICENSE'), 'utf8'), /^MIT License/)
