@@ -19,6 +19,8 @@ export interface HarnessOptions {
   mode: Mode
   /** LOG_LEVEL of the service. */
   logLevel: string
+  /** Runs the service with METRICS_ENABLED=true. */
+  metrics?: boolean
   /** CPU the servers are pinned to; undefined leaves them unpinned. */
   serverCpu: number | undefined
   /** JWT_SECRET of the project and the baseline. */
@@ -71,6 +73,7 @@ export function createHarness (options: HarnessOptions): Harness {
     project: {
       JWT_SECRET: secret,
       LOG_LEVEL: options.logLevel,
+      METRICS_ENABLED: String(options.metrics === true),
       CATS_MAX: String(CATS_MAX),
       // The login rate limit would answer 429 to a benchmark; everything else keeps its default.
       LOGIN_RATE_LIMIT_MAX: '1000000000'

@@ -14,6 +14,7 @@ export const USAGE = `Usage: npm run bench -- [options]
                      profile, profile-bad-token, cat-read, cats-list, cats-list-10k, cat-create, cat-update, login
                      (stores: memory vs PostgreSQL store at env BENCH_DATABASE_URL, default ${DEFAULT_DATABASE_URL})
   --log-level L      LOG_LEVEL of the service (default warn: no per-request logs)
+  --metrics          run the service with METRICS_ENABLED=true, to compare with a run without (results are then not written)
   --no-pin           do not pin the server and the load generator to separate CPUs
   --profile          run both servers under node --cpu-prof in each scenario and print where their CPU time goes
                      (profiling slows it down: results are then not written)`
@@ -47,6 +48,8 @@ export interface BenchOptions {
   only: Set<string> | undefined
   /** LOG_LEVEL of the service. */
   logLevel: string
+  /** Runs the service with METRICS_ENABLED=true. */
+  metrics: boolean
   pin: boolean
   profile: boolean
 }
@@ -61,6 +64,7 @@ export function parseOptions (argv: string[] = process.argv.slice(2)): BenchOpti
       connections: { type: 'string', default: '50' },
       only: { type: 'string' },
       'log-level': { type: 'string', default: 'warn' },
+      metrics: { type: 'boolean', default: false },
       'no-pin': { type: 'boolean', default: false },
       profile: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false }
@@ -86,6 +90,7 @@ export function parseOptions (argv: string[] = process.argv.slice(2)): BenchOpti
     },
     only: args.only === undefined ? undefined : new Set(args.only.split(',').map((part) => part.trim())),
     logLevel: args['log-level'],
+    metrics: args.metrics,
     pin: !args['no-pin'],
     profile: args.profile
   }

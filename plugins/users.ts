@@ -26,6 +26,6 @@ function chooseUsers (fastify: FastifyInstance, opts: AppOptions): readonly User
 
 export default fp<AppOptions>(async (fastify, opts) => {
   const { HASH_CONCURRENCY, HASH_QUEUE_MAX } = fastify.config
-  const hashQueue = new HashQueue(HASH_CONCURRENCY, HASH_QUEUE_MAX, () => new TooManyLoginsInProgress())
+  const hashQueue = new HashQueue(HASH_CONCURRENCY, HASH_QUEUE_MAX, () => new TooManyLoginsInProgress(), fastify.metrics?.hashQueue)
   fastify.decorate('users', new UserStore(chooseUsers(fastify, opts), hashQueue))
-}, { name: 'users', dependencies: ['config'] })
+}, { name: 'users', dependencies: ['config', 'metrics'] })

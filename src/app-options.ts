@@ -1,3 +1,4 @@
+import type { Registry } from 'prom-client'
 import type { ConfigInput } from './config.js'
 import type { UserRecord } from './auth/users-file.js'
 import type { ValidateToken } from './auth/token-claims.js'
@@ -10,4 +11,9 @@ export interface AppOptions {
   users?: readonly UserRecord[]
   /** Replaces the check that turns verified token claims into the request's identity. */
   validateToken?: ValidateToken
+  /**
+   * Collects the service's Prometheus metrics on this registry; the owner of the
+   * registry serves it. Without it no metric is collected.
+   */
+  metrics?: { registry: Registry }
 }

@@ -44,6 +44,10 @@ export const ConfigSchema = Type.Object({
     description: 'Largest request body in bytes (413), and largest stored cat after a merge'
   }),
   DOCS_ENABLED: Type.Boolean({ default: true, description: '`false` turns off `/docs` and `/docs/json`' }),
+  METRICS_ENABLED: Type.Boolean({
+    default: false,
+    description: '`true`: the server serves Prometheus metrics at `GET /metrics` (an embedding app passes its own registry instead)'
+  }),
   TRUST_PROXY: Type.String({ default: 'false', description: '`true`, a hop count, or comma-separated proxy addresses/CIDRs (for the client address)' }),
   CORS_ORIGINS: Type.String({ default: '', description: 'Comma-separated origins allowed by CORS; empty turns CORS off' }),
   LOGIN_RATE_LIMIT_MAX: Type.Integer({ minimum: 1, default: 10, description: 'Login attempts per client address, and per username, per window' }),

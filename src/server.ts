@@ -1,8 +1,10 @@
 import Fastify from 'fastify'
 import closeWithGrace from 'close-with-grace'
+import { Registry } from 'prom-client'
 import app from './app.js'
 import { loadConfig, type Config } from './config.js'
 import { serverOptions } from './http/server-options.js'
+import { metricsEndpoint } from './metrics/metrics-endpoint.js'
 
 async function main (): Promise<void> {
   let config: Config
@@ -14,7 +16,10 @@ async function main (): Promise<void> {
     process.exit(1)
   }
   const server = Fastify(serverOptions(config))
-  server.register(app, { config })
+  // At the root, beside the service: a scrape is not an API request.
+  const metrics = config.METRICS_ENABLED ? { registry: new Registry() } : undefined
+  if (metrics !== undefined) server.register(metricsEndpoint, metrics)
+  server.register(app, { config, metrics })
   closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
     if (err !== undefined) server.log.error({ err }, 'shutting down after an error')
     else server.log.info({ signal }, 'shutting down')

@@ -187,3 +187,22 @@ t.test('npm run settings rewrites .env.example and the README table in its worki
   t.equal(readFileSync(join(dir, '.env.example'), 'utf8'), renderEnvExample())
   t.equal(readFileSync(join(dir, 'README.md'), 'utf8'), `# Title\n\n<!-- settings:start -->\n${renderConfigTable()}\n<!-- settings:end -->\n\nAfter.\n`)
 })
+
+t.test('with METRICS_ENABLED=true the compiled server serves Prometheus text at /metrics; by default it does not', async (t) => {
+  const on = await startServer({ METRICS_ENABLED: 'true' })
+  t.teardown(() => { if (on.child.exitCode === null) on.child.kill('SIGKILL') })
+  await fetch(`${on.base}/cats`)
+  const scrape = await fetch(`${on.base}/metrics`)
+  t.equal(scrape.status, 200)
+  const text = await scrape.text()
+  t.match(text, /^cats_api_http_request_duration_seconds_count\{method="GET",route="\/cats",status_code="200"\} 1$/m)
+  t.match(text, /^nodejs_eventloop_lag_seconds /m)
+  on.child.kill('SIGTERM')
+  await once(on.child, 'exit')
+
+  const off = await startServer()
+  t.teardown(() => { if (off.child.exitCode === null) off.child.kill('SIGKILL') })
+  t.equal((await fetch(`${off.base}/metrics`)).status, 404)
+  off.child.kill('SIGTERM')
+  await once(off.child, 'exit')
+})

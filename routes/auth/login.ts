@@ -17,6 +17,8 @@ const login: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/login', {
     onRequest: perClient,
     preValidation: perAccount,
+    // Every answer counts, including the limits' 429 and 503 that end the request before the handler.
+    onResponse: fastify.metrics?.countLogin ?? [],
     schema: {
       tags: ['auth'],
       summary: 'Exchange a username and password for an access token',

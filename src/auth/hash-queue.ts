@@ -1,3 +1,11 @@
+/** What a queue reports to an observer (metrics); called only when a task waits or is refused. */
+export interface HashQueueEvents {
+  enqueued: () => void
+  /** The task got its slot after waiting this many seconds. */
+  dequeued: (seconds: number) => void
+  refused: () => void
+}
+
 /**
  * Runs async tasks with at most `concurrency` at a time and at most
  * `maxWaiting` waiting; beyond that a task is refused at once with the
@@ -9,11 +17,13 @@ export class HashQueue {
   #running = 0
   readonly #waiting: Array<() => void> = []
   readonly #whenFull: () => Error
+  readonly #events: HashQueueEvents | undefined
 
-  constructor (concurrency: number, maxWaiting: number, whenFull: () => Error) {
+  constructor (concurrency: number, maxWaiting: number, whenFull: () => Error, events?: HashQueueEvents) {
     this.#concurrency = concurrency
     this.#maxWaiting = maxWaiting
     this.#whenFull = whenFull
+    this.#events = events
   }
 
   get running (): number {
@@ -29,8 +39,9 @@ export class HashQueue {
       this.#running++
     } else if (this.#waiting.length < this.#maxWaiting) {
       // The finishing task hands its slot over, so #running stays the same.
-      await new Promise<void>((resolve) => this.#waiting.push(resolve))
+      await this.#wait()
     } else {
+      this.#events?.refused()
       throw this.#whenFull()
     }
     try {
@@ -40,5 +51,14 @@ export class HashQueue {
       if (next === undefined) this.#running--
       else next()
     }
+  }
+
+  async #wait (): Promise<void> {
+    const events = this.#events
+    if (events === undefined) return new Promise<void>((resolve) => this.#waiting.push(resolve))
+    const start = performance.now()
+    events.enqueued()
+    await new Promise<void>((resolve) => this.#waiting.push(resolve))
+    events.dequeued((performance.now() - start) / 1000)
   }
 }

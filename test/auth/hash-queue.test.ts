@@ -202,3 +202,27 @@ t.test('many failures do not leak slots', async (t) => {
   for (const g of gates) g.finish()
   await Promise.all(runs)
 })
+
+t.test('reports waits and refusals to its observer, and nothing for a task that did not wait', async (t) => {
+  const events: string[] = []
+  const waits: number[] = []
+  const queue = new HashQueue(1, 1, whenFull, {
+    enqueued: () => events.push('enqueued'),
+    dequeued: (seconds) => {
+      events.push('dequeued')
+      waits.push(seconds)
+    },
+    refused: () => events.push('refused')
+  })
+  const first = gate('first')
+  const second = gate('second')
+  const results = [queue.run(first.task), queue.run(second.task)]
+  await t.rejects(queue.run(async () => 'third'), QueueFullError)
+  t.strictSame(events, ['enqueued', 'refused'], 'the first ran at once, the second waits, the third is refused')
+  await new Promise((resolve) => setTimeout(resolve, 20))
+  first.finish()
+  second.finish()
+  t.strictSame(await Promise.all(results), ['first', 'second'])
+  t.strictSame(events, ['enqueued', 'refused', 'dequeued'])
+  t.ok(waits[0] >= 0.015 && waits[0] < 60, `the wait is measured in seconds (${waits[0]})`)
+})

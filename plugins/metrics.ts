@@ -1,0 +1,36 @@
+import fp from 'fastify-plugin'
+import type { AppOptions } from '../src/app-options.js'
+import { ServiceMetrics, UNMATCHED_ROUTE } from '../src/metrics/service-metrics.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The service's metrics when the app was given a registry; undefined otherwise, and nothing is measured. */
+    metrics: ServiceMetrics | undefined
+  }
+}
+
+/**
+ * Prometheus metrics on the registry the app is given (`metrics.registry`), or
+ * none at all: without one no hook is added, so requests do no extra work.
+ * Serving the registry is the owner's part (src/server.ts, or the host app).
+ */
+export default fp<AppOptions>(async (fastify, opts) => {
+  const registry = opts.metrics?.registry
+  if (registry === undefined) {
+    fastify.decorate('metrics', undefined)
+    return
+  }
+  // Read at scrape time: the store is decorated by its own plugin, after this one.
+  const metrics = new ServiceMetrics(registry, { countCats: () => fastify.catsStore.count() })
+  fastify.decorate('metrics', metrics)
+  fastify.addHook('onResponse', (request, reply, done) => {
+    // The route pattern (`/cats/:id`), never the URL, keeps the number of series bounded; a 404 has none.
+    const route = request.routeOptions.url ?? UNMATCHED_ROUTE
+    metrics.requestDuration.observe({ method: request.method, route, status_code: reply.statusCode }, reply.elapsedTime / 1000)
+    done()
+  })
+  fastify.addHook('onError', (_request, _reply, error, done) => {
+    metrics.countError(error)
+    done()
+  })
+}, { name: 'metrics', dependencies: ['config'] })
