@@ -1,8 +1,10 @@
 import fp from 'fastify-plugin'
+import type { FastifyInstance } from 'fastify'
 import { CatsRepository } from '../src/cats/memory-cats-store.js'
 import type { CatsStore, StoreLimits } from '../src/cats/cats-store.js'
 import { connect } from '../src/cats/sql-client.js'
 import { migrate, SqlCatsStore } from '../src/cats/sql-cats-store.js'
+import { DependencyStatus } from '../src/dependency-status.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -10,7 +12,7 @@ declare module 'fastify' {
   }
 }
 
-async function openSqlStore (databaseUrl: string, limits: StoreLimits): Promise<SqlCatsStore> {
+async function openSqlStore (fastify: FastifyInstance, databaseUrl: string, limits: StoreLimits): Promise<SqlCatsStore> {
   const client = await connect(databaseUrl)
   try {
     await migrate(client)
@@ -18,16 +20,18 @@ async function openSqlStore (databaseUrl: string, limits: StoreLimits): Promise<
     await client.close()
     throw new Error(`DATABASE_URL: could not prepare the database (${String(error)})`)
   }
-  return new SqlCatsStore(client, limits)
+  const status = new DependencyStatus('database', fastify.log, (timeoutMs) => client.ping(timeoutMs))
+  fastify.dependencies.set(status.name, status)
+  return new SqlCatsStore(client, limits, status)
 }
 
 /** The cats store: in memory unless DATABASE_URL names PostgreSQL or PGlite. Closed after in-flight requests. */
 export default fp(async (fastify) => {
   const { DATABASE_URL, CATS_MAX, BODY_LIMIT } = fastify.config
   const limits = { maxCats: CATS_MAX, maxCatBytes: BODY_LIMIT }
-  const store: CatsStore = DATABASE_URL === undefined ? new CatsRepository(limits) : await openSqlStore(DATABASE_URL, limits)
+  const store: CatsStore = DATABASE_URL === undefined ? new CatsRepository(limits) : await openSqlStore(fastify, DATABASE_URL, limits)
   fastify.decorate('cats', store)
   fastify.addHook('onClose', async () => {
     await store.close()
   })
-}, { name: 'cats-repository', dependencies: ['config'] })
+}, { name: 'cats-repository', dependencies: ['config', 'dependencies'] })

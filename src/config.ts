@@ -49,6 +49,11 @@ export const ConfigSchema = Type.Object({
   HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 10_000, description: 'Time allowed to receive all request headers' }),
   REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 30_000, description: 'Time allowed to receive a whole request' }),
   KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 5_000 }),
+  SHUTDOWN_TIMEOUT_MS: Type.Integer({
+    minimum: 0,
+    default: 10_000,
+    description: 'After SIGTERM/SIGINT, the longest wait for open connections to finish before they are closed and the process exits'
+  }),
   MAX_HEADER_BYTES: Type.Integer({ minimum: 1024, default: 16_384, description: 'Larger request headers get 431' }),
   MAX_EVENT_LOOP_DELAY_MS: Type.Integer({ minimum: 0, default: 1000, description: '0 turns the check off' }),
   MAX_HEAP_USED_BYTES: Type.Integer({ minimum: 0, default: 0, description: '0 turns the check off' })

@@ -18,10 +18,15 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
   const limit = { max: LOGIN_RATE_LIMIT_MAX, timeWindow: durationToSeconds(LOGIN_RATE_LIMIT_WINDOW) * 1000 }
   const perClient = fastify.createRateLimit({ ...limit, keyGenerator: (request) => `client:${request.ip}` })
   const perAccount = fastify.createRateLimit({ ...limit, keyGenerator: (request) => `account:${usernameOf(request.body)}` })
+  const limiterStore = fastify.dependencies.get('redis')
   const enforce = (limiter: typeof perClient) => async (request: FastifyRequest): Promise<void> => {
     const result = await limiter(request).catch((error: unknown) => {
-      throw httpError(503, 'Login is unavailable: the rate limit store cannot be reached', { headers: { 'retry-after': '5' }, cause: error })
+      limiterStore?.failed(error)
+      throw httpError(503, 'Login is unavailable: the rate limit store cannot be reached', {
+        code: 'AUTH_ERR_LIMITER_UNAVAILABLE', headers: { 'retry-after': '5' }, cause: error
+      })
     })
+    limiterStore?.succeeded()
     if (result.isAllowed || !result.isExceeded) return
     const retryAfter = String(result.ttlInSeconds)
     throw httpError(429, `Too many login attempts; retry in ${retryAfter} seconds`, { headers: { 'retry-after': retryAfter } })

@@ -2,6 +2,10 @@ import type { CreateCatBody, StoredCat, UpdateCatBody } from './schemas.js'
 import { collectionFull, mergeWithinLimit, NO_LIMITS, type CatsStore, type StoreLimits } from './cats-store.js'
 import { httpError } from '../http/error-handler.js'
 import type { SqlClient } from './sql-client.js'
+import { PROBE_TIMEOUT_MS, type DependencyStatus } from '../dependency-status.js'
+
+/** Told whether the database answered, so an outage is logged once when it starts and once when it ends. */
+type Availability = Pick<DependencyStatus, 'failed' | 'succeeded'>
 
 /**
  * The schema, created idempotently. `seq` keeps creation order; `(id, seq)`
@@ -60,10 +64,12 @@ UPDATE cats_count SET count = count - (SELECT count(*) FROM gone)`
 export class SqlCatsStore implements CatsStore {
   readonly #client: SqlClient
   readonly #limits: StoreLimits
+  readonly #availability: Availability | undefined
 
-  constructor (client: SqlClient, limits: StoreLimits = NO_LIMITS) {
+  constructor (client: SqlClient, limits: StoreLimits = NO_LIMITS, availability?: Availability) {
     this.#client = client
     this.#limits = limits
+    this.#availability = availability
   }
 
   async count (): Promise<number> {
@@ -124,7 +130,7 @@ export class SqlCatsStore implements CatsStore {
   }
 
   async isReady (): Promise<boolean> {
-    return this.#client.query('SELECT 1').then(() => true, () => false)
+    return this.#client.ping(PROBE_TIMEOUT_MS).then(() => true, () => false)
   }
 
   async close (): Promise<void> {
@@ -133,11 +139,15 @@ export class SqlCatsStore implements CatsStore {
 
   /** Database failures become a 503 the client can retry; the store's own 4xx/5xx pass through. */
   async #guard<T> (work: () => Promise<T>): Promise<T> {
+    let result: T
     try {
-      return await work()
+      result = await work()
     } catch (error) {
       if (error instanceof Error && 'statusCode' in error) throw error
-      throw httpError(503, 'The database is unavailable; retry shortly', { headers: { 'retry-after': '5' }, cause: error })
+      this.#availability?.failed(error)
+      throw httpError(503, 'The database is unavailable; retry shortly', { code: 'CATS_ERR_STORE_UNAVAILABLE', headers: { 'retry-after': '5' }, cause: error })
     }
+    this.#availability?.succeeded()
+    return result
   }
 }

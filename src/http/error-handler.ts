@@ -47,7 +47,8 @@ function toIssues (context: string, errors: FieldError[]): ValidationIssue[] {
 
 export function errorHandler (error: FastifyError | HttpError, request: FastifyRequest, reply: FastifyReply): void {
   const status = error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode <= 599 ? error.statusCode : 500
-  if (status >= 500) {
+  // A 503 the service chose to send (a dependency is down) is not a fault of the request: its cause is logged once, where it is tracked.
+  if (status >= 500 && !(status === 503 && isExposed(error))) {
     request.log.error({ err: error }, 'request failed')
   }
   if ('headers' in error && error.headers !== undefined) {
@@ -56,10 +57,14 @@ export function errorHandler (error: FastifyError | HttpError, request: FastifyR
   reply.code(status).send(errorBody(status, error))
 }
 
+function isExposed (error: FastifyError | HttpError): boolean {
+  return 'expose' in error && error.expose === true
+}
+
 function errorBody (status: number, error: FastifyError | HttpError): ErrorReply {
-  const exposed = status < 500 || ('expose' in error && error.expose === true)
+  const exposed = status < 500 || isExposed(error)
   const body = simpleErrorBody(status, exposed ? error.message : 'An internal error occurred')
-  if (status < 500 && error.code !== undefined) body.code = error.code
+  if (exposed && error.code !== undefined) body.code = error.code
   if (status < 500 && error.validation !== undefined) {
     body.validation = toIssues(error.validationContext ?? 'request', error.validation)
   }
