@@ -20,15 +20,11 @@ export class DependencyStatus {
     this.#probe = probe
   }
 
-  get available (): boolean {
-    return !this.#down
-  }
-
   /** An operation on the dependency failed for want of it (not a bad request). */
   failed (error: unknown): void {
     if (this.#down) return
     this.#down = true
-    this.#log.error({ dependency: this.name, reason: error instanceof Error ? error.message : String(error) }, `${this.name} unavailable`)
+    this.#log.error({ dependency: this.name, reason: String(error) }, `${this.name} unavailable`)
   }
 
   /** An operation on the dependency succeeded. */

@@ -14,7 +14,8 @@ const health: FastifyPluginAsyncTypebox = async (fastify) => {
   }, async () => ({ status: 'ok' as const }))
 
   fastify.get('/ready', {
-    config: notShed,
+    // readiness: answered 503 by the standalone server once shutdown has started.
+    config: { ...notShed, readiness: true },
     schema: {
       tags: ['health'],
       summary: 'Readiness: false while overloaded, or while the database or Redis (when configured) cannot be used; the reason names them',

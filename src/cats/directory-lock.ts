@@ -79,6 +79,7 @@ async function removeStale (file: string, seen: string): Promise<void> {
   try {
     await mkdir(mutex)
   } catch (error) {
+    /* c8 ignore next -- only EEXIST is expected here */
     if (!isCode(error, 'EEXIST')) throw error
     // Another process is replacing the lock right now, or one crashed doing it long ago.
     if (Date.now() - statSync(mutex).mtimeMs > TAKEOVER_STALE_MS) await rmdir(mutex)
@@ -106,6 +107,7 @@ export async function lockDirectory (directory: string): Promise<DirectoryLock> 
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
     const handle = await open(file, 'wx').catch((error: unknown) => {
       if (isCode(error, 'EEXIST')) return undefined
+      /* c8 ignore next -- e.g. a read-only directory */
       throw error
     })
     if (handle !== undefined) {

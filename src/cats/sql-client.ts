@@ -70,7 +70,7 @@ export async function postgresClient (connectionString: string): Promise<SqlClie
         // Too late for this operation, but a connection that does arrive is healthy: back to the pool.
         connecting.then((late) => late.release(), () => {})
       } else {
-        client.release(error instanceof Error ? error : new Error(String(error)))
+        client.release(true)
       }
       throw error
     } finally {
@@ -101,12 +101,12 @@ export async function postgresClient (connectionString: string): Promise<SqlClie
  */
 function enableFsync (db: PGlite): void {
   const nodefs: unknown = db.Module.FS.filesystems.NODEFS
+  /* c8 ignore next 3 -- a PGlite build whose file system is laid out differently */
   if (typeof nodefs !== 'object' || nodefs === null || !('stream_ops' in nodefs) || typeof nodefs.stream_ops !== 'object' || nodefs.stream_ops === null) {
-    /* c8 ignore next -- a PGlite build whose file system is laid out differently */
     throw new Error('PGlite: cannot enable fsync on this version')
   }
-  Reflect.set(nodefs.stream_ops, 'fsync', (stream: { nfd?: unknown }) => {
-    if (typeof stream.nfd === 'number') fsyncSync(stream.nfd)
+  Reflect.set(nodefs.stream_ops, 'fsync', (stream: { nfd: number }) => {
+    fsyncSync(stream.nfd)
     return 0
   })
 }

@@ -1,6 +1,13 @@
 import { Server as NetServer, type Socket } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** A readiness route: answered 503 once shutdown has started. */
+    readiness?: boolean
+  }
+}
+
 /**
  * A shutdown that resets no connection while a request may be on its way.
  *
@@ -26,8 +33,10 @@ export function drainingShutdown (fastify: FastifyInstance, timeoutMs: number): 
       if (sockets.size === 0) allClosed?.()
     })
   })
-  fastify.addHook('onRequest', async (_request, reply) => {
-    if (draining) reply.header('connection', 'close')
+  fastify.addHook('onRequest', async (request, reply) => {
+    if (!draining) return
+    reply.header('connection', 'close')
+    if (request.routeOptions.config.readiness === true) return reply.code(503).send({ ready: false, reason: 'shutting down' })
   })
 
   return async function shutdown (): Promise<void> {

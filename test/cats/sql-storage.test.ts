@@ -27,7 +27,7 @@ const tom = { name: 'Tom', age: 3, breed: 'Siamese' }
 const felix = { name: 'Felix', age: 5, breed: 'Tabby' }
 const kit = { name: 'Kit', age: 1, breed: 'Persian' }
 
-const UNAVAILABLE = { statusCode: 503, error: 'Service Unavailable', message: 'The database is unavailable; retry shortly' }
+const UNAVAILABLE = { statusCode: 503, error: 'Service Unavailable', message: 'The database is unavailable; retry shortly', code: 'CATS_ERR_STORE_UNAVAILABLE' }
 
 /** A schema name no other test file or run uses. */
 const freshSchemaName = (): string => `cats_test_${randomBytes(6).toString('hex')}`

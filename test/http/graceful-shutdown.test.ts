@@ -114,17 +114,31 @@ t.test('drainingShutdown: closes at once without connections, and cuts what is l
   const app = Fastify()
   const shutdown = drainingShutdown(app, 300)
   app.get('/', async () => 'ok')
+  app.get('/ready', { config: { readiness: true } }, async () => ({ ready: true }))
   await app.listen({ port: 0, host: '127.0.0.1' })
   const address = app.server.address()
   const port = typeof address === 'object' && address !== null ? address.port : 0
+  // A connection that comes and goes before the signal.
+  const early = connect(port, '127.0.0.1')
+  early.resume()
+  early.end('GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n')
+  await once(early, 'close')
+  const probe: Socket = connect(port, '127.0.0.1')
+  probe.on('error', () => {})
+  await once(probe, 'connect')
   const socket: Socket = connect(port, '127.0.0.1')
   socket.on('error', () => {})
   socket.write('GET / HTTP/1.1\r\nhost: x\r\n\r\n')
   await once(socket, 'data')
+  const socketClosed = once(socket, 'close')
   const started = Date.now()
-  await shutdown()
+  const closing = shutdown()
+  probe.write('GET /ready HTTP/1.1\r\nhost: x\r\n\r\n')
+  const [answer] = await once(probe, 'data')
+  t.match(String(answer), /^HTTP\/1\.1 503[^]*connection: close[^]*"reason":"shutting down"/i, 'readiness on an open connection: 503 with Connection: close')
+  await closing
   t.ok(Date.now() - started >= 290, 'waited for the drain time')
-  await once(socket, 'close')
+  await socketClosed
   t.pass('the idle connection was closed after the drain time')
 
   const empty = Fastify()

@@ -242,7 +242,7 @@ t.test('REDIS_URL: when the shared rate-limit store is unreachable, login answer
   const res = await login(app, 'john', 'changeme')
   t.equal(res.statusCode, 503)
   t.equal(res.headers['retry-after'], '5')
-  t.strictSame(res.json(), { statusCode: 503, error: 'Service Unavailable', message: 'Login is unavailable: the rate limit store cannot be reached' })
+  t.strictSame(res.json(), { statusCode: 503, error: 'Service Unavailable', message: 'Login is unavailable: the rate limit store cannot be reached', code: 'AUTH_ERR_LIMITER_UNAVAILABLE' })
   t.equal((await app.inject('/cats')).statusCode, 200, 'other routes are unaffected')
 })
 
