@@ -40,15 +40,12 @@ export class DependencyStatus {
     const expired = new Promise<never>((_resolve, reject) => {
       timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs)
     })
-    try {
-      await Promise.race([this.#probe(timeoutMs), expired])
-      this.succeeded()
-      return true
-    } catch (error) {
+    const answered = await Promise.race([this.#probe(timeoutMs), expired]).then(() => true, (error: unknown) => {
       this.failed(error)
       return false
-    } finally {
-      clearTimeout(timer)
-    }
+    })
+    clearTimeout(timer)
+    if (answered) this.succeeded()
+    return answered
   }
 }

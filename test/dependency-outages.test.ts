@@ -134,8 +134,10 @@ if (TEST_REDIS_URL === undefined) {
     t.teardown(() => proxy.stop())
     const { app, log } = await appWithLog(t, { REDIS_URL: proxy.url(target) })
     const login: InjectOptions = { method: 'POST', url: '/auth/login', headers: json, payload: '{"username":"nobody","password":"wrong"}' }
-    t.equal((await app.inject(login)).statusCode, 401)
+    // The Redis client connects in the background: not ready until it has.
+    for (let waited = 0; waited < 5000 && (await readiness(app)).status !== 200; waited += 100) await sleep(100)
     t.strictSame((await readiness(app)).body, { ready: true })
+    t.equal((await app.inject(login)).statusCode, 401)
 
     proxy.silent = true
     const longest = await expectUnavailable(t, app, [login, login, login], 'AUTH_ERR_LIMITER_UNAVAILABLE')

@@ -25,6 +25,7 @@ const ATTEMPTS = 20
 const RETRY_DELAY_MS = 50
 
 const HAS_PROC = existsSync('/proc/self/stat')
+/* c8 ignore next -- systems without /proc */
 const BOOT_ID = HAS_PROC ? readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim() : ''
 
 export class DirectoryInUseError extends Error {}
@@ -103,6 +104,7 @@ export interface DirectoryLock {
 export async function lockDirectory (directory: string): Promise<DirectoryLock> {
   await mkdir(directory, { recursive: true })
   const file = join(directory, LOCK_FILE)
+  /* c8 ignore next -- this process always has an identity */
   const identity = processIdentity(process.pid) ?? String(process.pid)
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
     const handle = await open(file, 'wx').catch((error: unknown) => {

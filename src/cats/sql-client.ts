@@ -63,9 +63,11 @@ export async function postgresClient (connectionString: string): Promise<SqlClie
     try {
       client = await Promise.race([connecting, expired])
       const result = await Promise.race([work(client), expired])
+      clearTimeout(timer)
       client.release()
       return result
     } catch (error) {
+      clearTimeout(timer)
       if (client === undefined) {
         // Too late for this operation, but a connection that does arrive is healthy: back to the pool.
         connecting.then((late) => late.release(), () => {})
@@ -73,8 +75,6 @@ export async function postgresClient (connectionString: string): Promise<SqlClie
         client.release(true)
       }
       throw error
-    } finally {
-      clearTimeout(timer)
     }
   }
 

@@ -55,6 +55,10 @@ t.test('release leaves a lock that another process took meanwhile', async (t) =>
   writeFileSync(join(dir, LOCK), 'someone else')
   await lock.release()
   t.equal(readFileSync(join(dir, LOCK), 'utf8'), 'someone else')
+  const second = await lockDirectory(t.testdir())
+  await second.release()
+  await second.release()
+  t.pass('releasing a lock already gone is fine')
 })
 
 t.test('a takeover in progress elsewhere is waited for; one left by a crash long ago is cleared', async (t) => {
