@@ -1,10 +1,11 @@
 import fp from 'fastify-plugin'
-import type { FastifyBaseLogger } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import { MemoryCatsStore } from '../src/cats/memory-cats-store.js'
 import type { CatsStore, StoreLimits } from '../src/cats/cats-store.js'
 import { connect } from '../src/cats/sql-client.js'
 import { SqlCatsStore } from '../src/cats/sql-cats-store.js'
 import { migrate } from '../src/cats/sql-migrations.js'
+import { DependencyStatus } from '../src/dependency-status.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -12,24 +13,26 @@ declare module 'fastify' {
   }
 }
 
-async function openSqlStore (databaseUrl: string, limits: StoreLimits, log: FastifyBaseLogger): Promise<SqlCatsStore> {
+async function openSqlStore (fastify: FastifyInstance, databaseUrl: string, limits: StoreLimits): Promise<SqlCatsStore> {
   const client = await connect(databaseUrl)
   try {
-    for (const { version, name } of await migrate(client)) log.info({ version, name }, 'applied database migration')
+    for (const { version, name } of await migrate(client)) fastify.log.info({ version, name }, 'applied database migration')
   } catch (error) {
     await client.close()
     throw new Error(`DATABASE_URL: could not prepare the database (${String(error)})`)
   }
-  return new SqlCatsStore(client, limits)
+  const status = new DependencyStatus('database', fastify.log, (timeoutMs) => client.ping(timeoutMs))
+  fastify.dependencies.set(status.name, status)
+  return new SqlCatsStore(client, limits, status)
 }
 
 /** The cats store: in memory unless DATABASE_URL names PostgreSQL or PGlite. Closed after in-flight requests. */
 export default fp(async (fastify) => {
   const { DATABASE_URL, CATS_MAX, BODY_LIMIT } = fastify.config
   const limits = { maxCats: CATS_MAX, maxCatBytes: BODY_LIMIT }
-  const store: CatsStore = DATABASE_URL === undefined ? new MemoryCatsStore(limits) : await openSqlStore(DATABASE_URL, limits, fastify.log)
+  const store: CatsStore = DATABASE_URL === undefined ? new MemoryCatsStore(limits) : await openSqlStore(fastify, DATABASE_URL, limits)
   fastify.decorate('catsStore', store)
   fastify.addHook('onClose', async () => {
     await store.close()
   })
-}, { name: 'cats-store', dependencies: ['config'] })
+}, { name: 'cats-store', dependencies: ['config', 'dependencies'] })

@@ -58,6 +58,11 @@ export const ConfigSchema = Type.Object({
   HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 10_000, description: 'Time allowed to receive all request headers, in milliseconds' }),
   REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 30_000, description: 'Time allowed to receive a whole request, in milliseconds' }),
   KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 5_000, description: 'Keep-alive idle time, in milliseconds' }),
+  SHUTDOWN_TIMEOUT_MS: Type.Integer({
+    minimum: 0,
+    default: 10_000,
+    description: 'After SIGTERM/SIGINT, the longest wait in milliseconds for open connections to finish before they are closed and the process exits'
+  }),
   MAX_HEADER_BYTES: Type.Integer({ minimum: 1024, default: 16_384, description: 'Larger request headers get 431' }),
   MAX_EVENT_LOOP_DELAY_MS: Type.Integer({ minimum: 0, default: 1000, description: 'Load shedding (503) past this event-loop delay; `0` turns the check off' }),
   MAX_HEAP_USED_BYTES: Type.Integer({ minimum: 0, default: 0, description: 'Load shedding (503) past this heap use; `0` turns the check off' })

@@ -5,6 +5,10 @@ import app from './app.js'
 import { loadConfig, type Config } from './config.js'
 import { serverOptions } from './http/server-options.js'
 import { metricsEndpoint } from './metrics/metrics-endpoint.js'
+import { drainingShutdown } from './http/graceful-shutdown.js'
+
+/** Time left after the drain for closing the stores and Redis before the process is stopped anyway. */
+const CLOSE_MARGIN_MS = 5000
 
 async function main (): Promise<void> {
   let config: Config
@@ -16,22 +20,20 @@ async function main (): Promise<void> {
     process.exit(1)
   }
   const server = Fastify(serverOptions(config))
+  const shutdown = drainingShutdown(server, config.SHUTDOWN_TIMEOUT_MS)
   // At the root, beside the service: a scrape is not an API request.
   const metrics = config.METRICS_ENABLED ? { registry: new Registry() } : undefined
   if (metrics !== undefined) server.register(metricsEndpoint, metrics)
   server.register(app, { config, metrics })
-  closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
+  closeWithGrace({ delay: config.SHUTDOWN_TIMEOUT_MS + CLOSE_MARGIN_MS }, async ({ signal, err }) => {
     if (err !== undefined) server.log.error({ err }, 'shutting down after an error')
     else server.log.info({ signal }, 'shutting down')
-    // close() waits for open connections; keep-alive ones that finish a request meanwhile are closed here.
-    const closeIdle = setInterval(() => server.server.closeIdleConnections(), 50)
-    await server.close()
-    clearInterval(closeIdle)
+    await shutdown()
   })
   try {
     await server.listen({ port: config.PORT, host: config.HOST })
   } catch (error) {
-    server.log.fatal({ err: error }, 'could not start')
+    server.log.fatal({ err: error }, `could not start: ${error instanceof Error ? error.message : String(error)}`)
     process.exit(1)
   }
 }

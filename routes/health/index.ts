@@ -14,15 +14,23 @@ const health: FastifyPluginAsyncTypebox = async (fastify) => {
   }, async () => ({ status: 'ok' as const }))
 
   fastify.get('/ready', {
-    config: notShed,
+    // readiness: answered 503 by the standalone server once shutdown has started.
+    config: { ...notShed, readiness: true },
     schema: {
       tags: ['health'],
-      summary: 'Readiness: false while overloaded or the database is unreachable (while shutting down, every request gets 503)',
+      summary: 'Readiness: false while overloaded, or while the database or Redis (when configured) cannot be used; the reason names them',
       response: { 200: Readiness, 503: Readiness }
     }
   }, async (_request, reply) => {
-    const reason = fastify.isUnderPressure() ? 'overloaded' : await fastify.catsStore.isReady() ? undefined : 'database unavailable'
-    if (reason === undefined) return { ready: true }
+    if (fastify.isUnderPressure()) {
+      reply.code(503)
+      return { ready: false, reason: 'overloaded' }
+    }
+    // Each probe has its own short timeout, so readiness answers even when a dependency is silent.
+    const checks = await Promise.all([...fastify.dependencies.values()].map(async (dependency) => ({ dependency, ok: await dependency.check() })))
+    const unavailable = checks.filter((check) => !check.ok).map((check) => check.dependency.name)
+    if (unavailable.length === 0) return { ready: true }
+    const reason = `${unavailable.join(' and ')} unavailable`
     reply.code(503)
     return { ready: false, reason }
   })

@@ -14,12 +14,16 @@ type LoginHook = (request: FastifyRequest) => Promise<void>
  * 429 past the limit, or 503 when the counters' store cannot be reached.
  */
 export function loginLimits (fastify: FastifyInstance, limit: { max: number, windowMs: number }): { perClient: LoginHook, perAccount: LoginHook } {
+  // With REDIS_URL the counters live in Redis: its status logs an outage once and feeds readiness.
+  const limiterStore = fastify.dependencies.get('redis')
   const enforce = (keyGenerator: (request: FastifyRequest) => string): LoginHook => {
     const limiter = fastify.createRateLimit({ max: limit.max, timeWindow: limit.windowMs, keyGenerator })
     return async (request) => {
       const result = await limiter(request).catch((error: unknown) => {
+        limiterStore?.failed(error)
         throw new LoginLimiterUnavailable({ cause: error })
       })
+      limiterStore?.succeeded()
       if (result.isAllowed || !result.isExceeded) return
       throw Object.assign(new TooManyLoginAttempts(result.ttlInSeconds), { retryAfter: result.ttlInSeconds })
     }

@@ -3,6 +3,10 @@ import { NO_LIMITS, type CatsStore, type StoreLimits } from './cats-store.js'
 import { mergeWithinLimit } from './merge-rules.js'
 import { CatTooLargeError, CollectionFullError, StoreUnavailableError } from './store-errors.js'
 import type { SqlClient } from './sql-client.js'
+import { PROBE_TIMEOUT_MS, type DependencyStatus } from '../dependency-status.js'
+
+/** Told whether the database answered, so an outage is logged once when it starts and once when it ends. */
+type Availability = Pick<DependencyStatus, 'failed' | 'succeeded'>
 
 interface DataRow extends Record<string, unknown> {
   data: StoredCat
@@ -31,10 +35,12 @@ UPDATE cats_count SET count = count - (SELECT count(*) FROM gone)`
 export class SqlCatsStore implements CatsStore {
   readonly #client: SqlClient
   readonly #limits: StoreLimits
+  readonly #availability: Availability | undefined
 
-  constructor (client: SqlClient, limits: StoreLimits = NO_LIMITS) {
+  constructor (client: SqlClient, limits: StoreLimits = NO_LIMITS, availability?: Availability) {
     this.#client = client
     this.#limits = limits
+    this.#availability = availability
   }
 
   async count (): Promise<number> {
@@ -95,7 +101,7 @@ export class SqlCatsStore implements CatsStore {
   }
 
   async isReady (): Promise<boolean> {
-    return this.#client.query('SELECT 1').then(() => true, () => false)
+    return this.#client.ping(PROBE_TIMEOUT_MS).then(() => true, () => false)
   }
 
   async close (): Promise<void> {
@@ -104,11 +110,15 @@ export class SqlCatsStore implements CatsStore {
 
   /** Any database failure becomes StoreUnavailableError; the store's own refusals pass through. */
   async #guard<T> (work: () => Promise<T>): Promise<T> {
+    let result: T
     try {
-      return await work()
+      result = await work()
     } catch (error) {
       if (error instanceof CollectionFullError || error instanceof CatTooLargeError) throw error
+      this.#availability?.failed(error)
       throw new StoreUnavailableError(error)
     }
+    this.#availability?.succeeded()
+    return result
   }
 }

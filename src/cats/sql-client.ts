@@ -1,4 +1,7 @@
+import { fsyncSync } from 'node:fs'
 import type { PGlite } from '@electric-sql/pglite'
+import type { PoolClient } from 'pg'
+import { lockDirectory } from './directory-lock.js'
 
 // The drivers are imported when a DATABASE_URL asks for them, so the in-memory default starts without loading them.
 
@@ -11,11 +14,27 @@ export interface SqlTransaction extends SqlExecutor {
   execScript: (sql: string) => Promise<void>
 }
 
-/** The little the SQL store needs from a database: queries, transactions, close. */
+/** The little the SQL store needs from a database: queries, transactions, a health probe, close. */
 export interface SqlClient extends SqlExecutor {
   transaction: <T>(work: (tx: SqlTransaction) => Promise<T>) => Promise<T>
+  /** Resolves when the database answers a trivial query within `timeoutMs`. */
+  ping: (timeoutMs: number) => Promise<void>
   close: () => Promise<void>
 }
+
+/** The most one query or one whole transaction may take, connecting included, so a request ends within 5 s. */
+export const OPERATION_DEADLINE_MS = 3000
+
+/** The error of an operation that ran past its deadline. */
+export class DeadlineError extends Error {
+  constructor (timeoutMs: number) {
+    super(`The database did not answer within ${timeoutMs} ms`)
+  }
+}
+
+const executor = (client: Pick<PoolClient, 'query'>): SqlExecutor => ({
+  query: async <Row extends Record<string, unknown>>(text: string, params?: unknown[]) => (await client.query<Row>(text, params)).rows
+})
 
 /** PostgreSQL through a node-postgres pool. */
 export async function postgresClient (connectionString: string): Promise<SqlClient> {
@@ -25,50 +44,116 @@ export async function postgresClient (connectionString: string): Promise<SqlClie
     max: 10,
     connectionTimeoutMillis: 2000,
     idleTimeoutMillis: 10_000,
-    statement_timeout: 5000,
-    query_timeout: 6000
+    // Bounds a slow statement inside a healthy server; the deadline below bounds everything else.
+    statement_timeout: OPERATION_DEADLINE_MS
   })
   // A pooled connection that breaks while idle must not crash the process; the next query reconnects.
   pool.on('error', () => {})
   // A client checked out for a transaction has no pool 'error' listener: a connection lost mid-transaction must not crash the process.
   pool.on('connect', (client) => client.on('error', () => {}))
-  return {
-    query: async (text, params) => (await pool.query(text, params)).rows,
-    transaction: async (work) => {
-      const client = await pool.connect()
-      try {
-        await client.query('BEGIN')
-        const result = await work({
-          query: async (text, params) => (await client.query(text, params)).rows,
-          execScript: async (sql) => { await client.query(sql) }
-        })
-        await client.query('COMMIT')
-        client.release()
-        return result
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => {})
-        // A connection that failed mid-transaction is not reused.
+
+  /**
+   * Runs `work` on a pooled connection with one deadline for all of it,
+   * connecting included. A connection whose work failed or timed out is in an
+   * unknown state: it is destroyed (PostgreSQL rolls back its transaction),
+   * never returned to the pool.
+   */
+  async function withConnection<T> (work: (client: PoolClient) => Promise<T>, timeoutMs = OPERATION_DEADLINE_MS): Promise<T> {
+    let timer: NodeJS.Timeout | undefined
+    const expired = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => reject(new DeadlineError(timeoutMs)), timeoutMs)
+    })
+    const connecting = pool.connect()
+    let client: PoolClient | undefined
+    try {
+      client = await Promise.race([connecting, expired])
+      const result = await Promise.race([work(client), expired])
+      clearTimeout(timer)
+      client.release()
+      return result
+    } catch (error) {
+      clearTimeout(timer)
+      if (client === undefined) {
+        // Too late for this operation, but a connection that does arrive is healthy: back to the pool.
+        connecting.then((late) => late.release(), () => {})
+      } else {
         client.release(true)
-        throw error
       }
+      throw error
+    }
+  }
+
+  return {
+    query: (text, params) => withConnection((client) => executor(client).query(text, params)),
+    transaction: (work) => withConnection(async (client) => {
+      await client.query('BEGIN')
+      const result = await work({ ...executor(client), execScript: async (sql) => { await client.query(sql) } })
+      await client.query('COMMIT')
+      return result
+    }),
+    ping: async (timeoutMs) => {
+      await withConnection((client) => client.query('SELECT 1'), timeoutMs)
     },
     close: () => pool.end()
   }
 }
 
-/** Embedded PostgreSQL (WASM): `pglite://memory`, or `pglite://<directory>` to keep the data on disk. */
+/**
+ * PostgreSQL's fsync(2) reaches PGlite's Node file system as a call that does
+ * nothing. Giving that file system the missing operation makes every fsync
+ * PostgreSQL asks for (the WAL at each commit, data files at checkpoints) a real
+ * one, so an acknowledged commit survives a power loss.
+ */
+function enableFsync (db: PGlite): void {
+  const nodefs: unknown = db.Module.FS.filesystems.NODEFS
+  /* c8 ignore next 3 -- a PGlite build whose file system is laid out differently */
+  if (typeof nodefs !== 'object' || nodefs === null || !('stream_ops' in nodefs) || typeof nodefs.stream_ops !== 'object' || nodefs.stream_ops === null) {
+    throw new Error('PGlite: cannot enable fsync on this version')
+  }
+  Reflect.set(nodefs.stream_ops, 'fsync', (stream: { nfd: number }) => {
+    fsyncSync(stream.nfd)
+    return 0
+  })
+}
+
+/**
+ * Embedded PostgreSQL (WASM): `pglite://memory`, or `pglite://<directory>` to
+ * keep the data on disk. A directory is locked for this process (one owner at
+ * a time) and opened with fsync on: PGlite's defaults turn it off (`-F`).
+ */
 export async function pgliteClient (location: string): Promise<SqlClient> {
   const { PGlite } = await import('@electric-sql/pglite')
-  const db = location === 'memory' ? new PGlite() : new PGlite(location)
-  await db.waitReady
-  const executor = (target: Pick<PGlite, 'query' | 'exec'>): SqlTransaction => ({
+  const onDisk = location !== 'memory'
+  const lock = onDisk ? await lockDirectory(location) : undefined
+  let db: PGlite
+  try {
+    db = onDisk
+      ? new PGlite(location, { startParams: [...PGlite.defaultStartParams.filter((param) => param !== '-F'), '-c', 'wal_sync_method=fsync'] })
+      : new PGlite()
+    await db.waitReady
+    if (onDisk) {
+      enableFsync(db)
+      // Flushes what was written before fsync worked (a new database's files).
+      await db.exec('CHECKPOINT')
+    }
+  } catch (error) {
+    await lock?.release()
+    throw error
+  }
+  const pglite = (target: Pick<PGlite, 'query' | 'exec'>): SqlTransaction => ({
     query: async <Row extends Record<string, unknown>>(text: string, params?: unknown[]) => (await target.query<Row>(text, params)).rows,
     execScript: async (sql) => { await target.exec(sql) }
   })
   return {
-    ...executor(db),
-    transaction: (work) => db.transaction((tx) => work(executor(tx))),
-    close: () => db.close()
+    ...pglite(db),
+    transaction: (work) => db.transaction((tx) => work(pglite(tx))),
+    ping: async () => {
+      await db.query('SELECT 1')
+    },
+    close: async () => {
+      await db.close()
+      await lock?.release()
+    }
   }
 }
 

@@ -2,11 +2,11 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { CatTooLargeError, CollectionFullError, StoreUnavailableError } from '../cats/store-errors.js'
 import { errorBody } from './error-body.js'
 import { CatTooLarge, CollectionFull, InternalError, isServiceError, retryAfterFor, RouteNotFound, StoreUnavailable } from './errors.js'
+import { toIssues, type FieldError } from './validation-issues.js'
 
 // A 4xx raised without a code of its own (not by Fastify, which names all of its errors).
 const GENERIC_CLIENT_ERROR_CODE = 'HTTP_ERR_BAD_REQUEST'
 const INTERNAL = new InternalError()
-import { toIssues, type FieldError } from './validation-issues.js'
 
 /** What the handler reads of an error: Fastify's, ours, or anything thrown. */
 export interface ThrownError extends Error {
@@ -37,7 +37,8 @@ export function errorHandler (thrown: FastifyError | ThrownError, request: Fasti
   const error = fromDomain(thrown)
   const statusCode = inErrorRange(error.statusCode) ? error.statusCode : 500
   const exposed = statusCode < 500 || (error.code !== undefined && isServiceError(error.code, statusCode))
-  if (statusCode >= 500) request.log.error({ err: thrown }, 'request failed')
+  // A 503 the service chose (a dependency is down) is no fault of the request: the outage is logged once, where it is tracked.
+  if (statusCode >= 500 && !(statusCode === 503 && exposed)) request.log.error({ err: thrown }, 'request failed')
   const code = !exposed ? INTERNAL.code : error.code ?? GENERIC_CLIENT_ERROR_CODE
   const retryAfter = error.retryAfter ?? retryAfterFor(code)
   if (retryAfter !== undefined) reply.header('retry-after', String(retryAfter))

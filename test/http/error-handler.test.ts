@@ -167,7 +167,7 @@ t.test('the stores\' domain errors get their HTTP meaning here', async (t) => {
     statusCode: 503, error: 'Service Unavailable', message: 'The database is unavailable; retry shortly', code: 'CATS_ERR_STORE_UNAVAILABLE'
   }, 'the cause stays out of the body')
   t.strictSame(down.reply.sentHeaders, { 'retry-after': '5' })
-  t.equal(down.logged.length, 1, 'a 5xx is logged')
+  t.strictSame(down.logged, [], 'a 503 the service chose is not logged per request (the outage is logged where it is tracked)')
   t.equal(new StoreUnavailable({ cause }).cause, cause)
 })
 
@@ -198,7 +198,7 @@ t.test('the service\'s own 5xx keeps its message and code and sets Retry-After',
     code: 'CATS_ERR_STORE_UNAVAILABLE'
   })
   t.strictSame(reply.sentHeaders, { 'retry-after': '5' })
-  t.strictSame(logged, [{ object: { err: error }, message: 'request failed' }], 'a 5xx is still logged')
+  t.strictSame(logged, [], 'a 503 the service chose is not logged per request (the outage is logged where it is tracked)')
 })
 
 t.test('an error without statusCode becomes a 500', async (t) => {
@@ -283,4 +283,11 @@ t.test('a validation entry without a message says "is invalid"', async (t) => {
 t.test('a 5xx never carries validation details', async (t) => {
   const error = fastifyValidationError(500, [{ keyword: 'type', instancePath: '/a', schemaPath: '#', params: {}, message: 'internal detail' }], 'body')
   t.strictSame(handle(error).reply.payload, INTERNAL)
+})
+
+t.test('the service\'s other 5xx (507) are still logged', async (t) => {
+  const error = new CollectionFullError(3)
+  const { reply, logged } = handle(error)
+  t.equal(reply.status, 507)
+  t.strictSame(logged, [{ object: { err: error }, message: 'request failed' }])
 })

@@ -1,0 +1,51 @@
+import type { FastifyBaseLogger } from 'fastify'
+
+/** How long a readiness probe waits for one dependency. */
+export const PROBE_TIMEOUT_MS = 1000
+
+/**
+ * Whether a dependency the routes need (the database, Redis) can be used, as
+ * the last operation on it or the last probe found. An outage is logged once
+ * when it starts and once when it ends, instead of an error per request.
+ */
+export class DependencyStatus {
+  readonly name: string
+  readonly #log: FastifyBaseLogger
+  readonly #probe: (timeoutMs: number) => Promise<unknown>
+  #down = false
+
+  constructor (name: string, log: FastifyBaseLogger, probe: (timeoutMs: number) => Promise<unknown>) {
+    this.name = name
+    this.#log = log
+    this.#probe = probe
+  }
+
+  /** An operation on the dependency failed for want of it (not a bad request). */
+  failed (error: unknown): void {
+    if (this.#down) return
+    this.#down = true
+    this.#log.error({ dependency: this.name, reason: String(error) }, `${this.name} unavailable`)
+  }
+
+  /** An operation on the dependency succeeded. */
+  succeeded (): void {
+    if (!this.#down) return
+    this.#down = false
+    this.#log.info({ dependency: this.name }, `${this.name} available again`)
+  }
+
+  /** Probes the dependency, bounded by `timeoutMs` whatever the probe does; true when it answered. */
+  async check (timeoutMs = PROBE_TIMEOUT_MS): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined
+    const expired = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs)
+    })
+    const answered = await Promise.race([this.#probe(timeoutMs), expired]).then(() => true, (error: unknown) => {
+      this.failed(error)
+      return false
+    })
+    clearTimeout(timer)
+    if (answered) this.succeeded()
+    return answered
+  }
+}
