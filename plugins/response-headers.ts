@@ -6,7 +6,7 @@ import { apiSecurityHeaders } from '../src/http/security-headers.js'
  * Security headers and the request id on every response, and CORS only for
  * configured origins. The headers are the same for every response, so helmet
  * runs once here: @fastify/helmet would rebuild its middleware on each request.
- * The request id (see src/server-options.ts) is echoed so clients can quote it.
+ * The request id (see src/http/server-options.ts) is echoed so clients can quote it.
  */
 export default fp(async (fastify) => {
   const headers = apiSecurityHeaders()

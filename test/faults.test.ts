@@ -20,7 +20,7 @@ const CONNECTION_TIMEOUT_MS = 15_000
 const MAX_HEADER_BYTES = 32_768
 /** The service's default BODY_LIMIT: it is not set here, so the default is what is tested. */
 const { BODY_LIMIT } = loadConfig({ JWT_SECRET: TEST_SECRET })
-/** How often Node checks the header and request timeouts (src/server-options.ts). */
+/** How often Node checks the header and request timeouts (src/http/server-options.ts). */
 const CHECK_INTERVAL_MS = 1000
 
 const serverFile = join(import.meta.dirname, '..', 'dist', 'src', 'server.js')
