@@ -1,6 +1,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyPluginAsync } from 'fastify'
 import config from '../plugins/config.js'
+import metrics from '../plugins/metrics.js'
 import jwt from '../plugins/jwt.js'
 import users from '../plugins/users.js'
 import authenticate from '../plugins/authenticate.js'
@@ -23,6 +24,8 @@ const tokenGuard: FastifyPluginAsync<AppOptions> = async (fastify, opts) => {
   const options: AppOptions = { config: opts.config, users: opts.users, validateToken: opts.validateToken }
   await fastify.register(async (guardScope) => {
     await guardScope.register(config, options)
+    // No registry is passed: the guard measures nothing of its own.
+    await guardScope.register(metrics, options)
     await guardScope.register(jwt, options)
     await guardScope.register(users, options)
     await guardScope.register(authenticate, options)
