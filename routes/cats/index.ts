@@ -1,8 +1,9 @@
 import { getHeapStatistics } from 'node:v8'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import {
-  CatIdParams, CatReply, CreateCatBody, DeleteReply, JSON_CONTENT_TYPE, JsonText, StoredCat, StoredCatList, UpdateCatBody
+  CatIdParams, CatReply, CreateCatBody, DeleteReply, JSON_CONTENT_TYPE, JsonText, ListCatsQuery, StoredCat, StoredCatList, UpdateCatBody
 } from '../../src/cats/schemas.js'
+import { LIST_CHUNK, decodeCursor, encodeCursor, wholeListJson } from '../../src/cats/list-paging.js'
 import { BEARER_SECURITY, ErrorReply } from '../../src/http/schemas.js'
 import { LowMemory } from '../../src/http/errors.js'
 import { invalidRequest } from '../../src/http/validation-issues.js'
@@ -44,14 +45,24 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
     ...guard,
     schema: {
       tags: ['cats'],
-      summary: 'List all cats in creation order',
+      summary: 'List the cats in creation order: all of them, or a page with limit and after',
       ...security,
-      response: { 200: JsonText(StoredCatList), ...authErrors, 503: ErrorReply }
+      querystring: ListCatsQuery,
+      response: { 200: JsonText(StoredCatList), 400: ErrorReply, ...authErrors, 503: ErrorReply }
     }
-  }, async (_request, reply) => {
-    const json = await fastify.catsStore.listJson()
+  }, async (request, reply) => {
+    const { limit, after } = request.query
     reply.type(JSON_CONTENT_TYPE)
-    return json
+    if (limit === undefined && after === undefined) return wholeListJson(fastify.catsStore)
+    const position = after === undefined ? 0 : decodeCursor(after)
+    if (position === undefined) throw invalidRequest('querystring', [{ instancePath: '/after', message: 'is not a cursor from a Link header' }])
+    const pageSize = limit ?? LIST_CHUNK
+    const page = await fastify.catsStore.page(position, pageSize)
+    if (page.more) {
+      const path = request.url.split('?', 1)[0]
+      reply.header('link', `<${path}?limit=${pageSize}&after=${encodeCursor(page.last)}>; rel="next"`)
+    }
+    return `[${page.items}]`
   })
 
   fastify.get('/:id', {

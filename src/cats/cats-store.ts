@@ -12,6 +12,16 @@ export interface StoreLimits {
 
 export const NO_LIMITS: StoreLimits = { maxCats: Number.POSITIVE_INFINITY, maxCatBytes: Number.POSITIVE_INFINITY }
 
+/** A slice of the list in creation order. */
+export interface CatsPage {
+  /** The cats' JSON texts joined by commas, without brackets; empty when there are none. */
+  items: string
+  /** The position of the page's last cat, to pass as `after` for the next page (`after` itself when empty). */
+  last: number
+  /** Whether cats follow this page. */
+  more: boolean
+}
+
 /**
  * The contract the routes use, whatever keeps the cats (memory, PostgreSQL, PGlite).
  * Semantics: a new cat's id is the number of stored cats
@@ -21,8 +31,11 @@ export const NO_LIMITS: StoreLimits = { maxCats: Number.POSITIVE_INFINITY, maxCa
 export interface CatsStore {
   count: () => MaybePromise<number>
   list: () => MaybePromise<StoredCat[]>
-  /** The same list as JSON text, as stored: the read routes send it without serializing. */
-  listJson: () => MaybePromise<string>
+  /**
+   * Up to `limit` cats created after the cat at `after` (0: from the first), in creation order, as the
+   * JSON text stored. Positions only grow, so paging by the last position neither skips nor repeats a cat.
+   */
+  page: (after: number, limit: number) => MaybePromise<CatsPage>
   find: (id: number) => MaybePromise<StoredCat | undefined>
   /** The same cat as JSON text, as stored. */
   findJson: (id: number) => MaybePromise<string | undefined>

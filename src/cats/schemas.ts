@@ -37,6 +37,13 @@ export const CatIdParams = Type.Object({
 })
 export type CatIdParams = Static<typeof CatIdParams>
 
+/** GET /cats paging: without either, the whole list. */
+export const ListCatsQuery = Type.Object({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'At most this many cats, in creation order; a Link header with rel="next" names the next page' })),
+  after: Type.Optional(Type.String({ minLength: 1, maxLength: 32, description: 'Opaque cursor taken from the Link header of the previous page' }))
+})
+export type ListCatsQuery = Static<typeof ListCatsQuery>
+
 export const DeleteReply = Type.Object({ deleted: Type.Literal(true) })
 export type DeleteReply = Static<typeof DeleteReply>
 

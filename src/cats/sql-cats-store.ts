@@ -1,5 +1,5 @@
 import type { CreateCatBody, StoredCat, UpdateCatBody } from './schemas.js'
-import { NO_LIMITS, type CatsStore, type StoreLimits } from './cats-store.js'
+import { NO_LIMITS, type CatsPage, type CatsStore, type StoreLimits } from './cats-store.js'
 import { mergeWithinLimit } from './merge-rules.js'
 import { CatTooLargeError, CollectionFullError, StoreUnavailableError } from './store-errors.js'
 import type { SqlClient } from './sql-client.js'
@@ -11,6 +11,19 @@ interface DataRow extends Record<string, unknown> {
 interface LockedRow extends DataRow {
   seq: string
 }
+
+interface PageRow extends Record<string, unknown> {
+  items: string
+  last: string
+  more: boolean
+}
+
+const PAGE = `
+WITH page AS (SELECT seq, data FROM cats WHERE seq > $1::bigint ORDER BY seq LIMIT $2)
+SELECT coalesce(string_agg(data::text, ',' ORDER BY seq), '') AS items,
+  coalesce(max(seq), $1::bigint)::text AS last,
+  EXISTS (SELECT 1 FROM cats WHERE seq > (SELECT coalesce(max(seq), $1::bigint) FROM page)) AS more
+FROM page`
 
 /** The earliest created cat with the id $1: read, update and delete act on it. */
 const EARLIEST_WITH_ID = 'FROM cats WHERE id = $1 ORDER BY seq LIMIT 1'
@@ -48,11 +61,11 @@ export class SqlCatsStore implements CatsStore {
     return this.#guard(async () => (await this.#client.query<DataRow>('SELECT data FROM cats ORDER BY seq')).map((row) => row.data))
   }
 
-  async listJson (): Promise<string> {
+  async page (after: number, limit: number): Promise<CatsPage> {
     return this.#guard(async () => {
-      // data::text is the JSON exactly as written, so no parse and re-serialize.
-      const [row] = await this.#client.query<{ items: string }>("SELECT coalesce(string_agg(data::text, ',' ORDER BY seq), '') AS items FROM cats")
-      return `[${row.items}]`
+      // data::text is the JSON exactly as written, so no parse and re-serialize; seq > $1 walks the primary key.
+      const [row] = await this.#client.query<PageRow>(PAGE, [after, limit])
+      return { items: row.items, last: Number(row.last), more: row.more }
     })
   }
 

@@ -180,6 +180,37 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
     t.equal(Reflect.get({}, 'polluted'), undefined, 'Object.prototype is untouched')
   })
 
+  t.test('page walks the list in creation order by position, neither skipping nor repeating a cat', async (t) => {
+    const store = await openStore(t)
+    t.strictSame(await store.page(0, 10), { items: '', last: 0, more: false }, 'an empty store has one empty page')
+    for (const name of ['A', 'B', 'C', 'D', 'E']) await store.create(cat(name))
+    const first = await store.page(0, 2)
+    t.strictSame(JSON.parse(`[${first.items}]`).map((stored: StoredCat) => stored.name), ['A', 'B'])
+    t.equal(first.more, true)
+    await store.remove(3)
+    await store.update(4, { toy: 'ball' })
+    const second = await store.page(first.last, 2)
+    t.equal(second.items, '{"id":4,"name":"D","age":3,"breed":"Siamese","toy":"ball"},{"id":5,"name":"E","age":3,"breed":"Siamese"}', 'the removed C is skipped; texts as stored')
+    t.equal(second.more, false, 'nothing follows the last cat')
+    t.ok(second.last > first.last, 'positions grow')
+    await store.create(cat('F'))
+    const third = await store.page(second.last, 2)
+    t.strictSame(JSON.parse(`[${third.items}]`).map((stored: StoredCat) => stored.name), ['F'], 'a cat created later follows')
+    t.strictSame(await store.page(third.last, 2), { items: '', last: third.last, more: false })
+    const whole = await store.page(0, 1000)
+    t.strictSame(JSON.parse(`[${whole.items}]`), copy(await store.list()), 'one big page is the list')
+  })
+
+  t.test('page reports more only when a live cat follows: removed ones at the end do not count', async (t) => {
+    const store = await openStore(t)
+    for (const name of ['A', 'B', 'C', 'D']) await store.create(cat(name))
+    await store.remove(4)
+    await store.remove(3)
+    const page = await store.page(0, 2)
+    t.equal(page.more, false)
+    t.strictSame(JSON.parse(`[${page.items}]`).map((stored: StoredCat) => stored.name), ['A', 'B'])
+  })
+
   t.test('maxCats: a create past the limit fails with 507 and stores nothing', async (t) => {
     const store = await openStore(t, limits({ maxCats: 2 }))
     await store.create(cat('A'))

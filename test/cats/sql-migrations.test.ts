@@ -56,7 +56,7 @@ function migrationSuite (t: Test, openSchema: SchemaFactory): void {
     for (const name of ['A', 'B', 'C']) await store.create({ ...tom, name })
     await store.remove(2)
     await store.update(3, { toy: 'ball' })
-    const before = await store.listJson()
+    const before = (await store.page(0, 1000)).items
 
     t.strictSame(await migrationStatus(client), [{ ...cats, appliedAt: undefined, known: true }], 'pending before')
     const since = Date.now()
@@ -65,7 +65,7 @@ function migrationSuite (t: Test, openSchema: SchemaFactory): void {
     t.match(status, { ...cats, known: true })
     ranRecently(t, status.appliedAt, since)
 
-    t.equal(await store.listJson(), before, 'every cat is kept, byte for byte')
+    t.equal((await store.page(0, 1000)).items, before, 'every cat is kept, byte for byte')
     t.equal(await store.count(), 2, 'the count row is kept')
     t.strictSame(await store.create({ ...tom, name: 'D' }), { id: 3, ...tom, name: 'D' }, 'ids go on from the kept count')
     t.strictSame(await migrate(client), [], 'a second run applies nothing')
