@@ -123,7 +123,11 @@ export function createBaselineServer (options: BaselineOptions): Server {
   const expiresIn = options.expiresIn ?? 3600
   const catsMax = options.catsMax ?? 100_000
   const bodyLimit = options.bodyLimit ?? 16_384
-  const hashQueue = new HashQueue(options.hashConcurrency ?? 2, options.hashQueueMax ?? 100, () => new Error('full'))
+  const hashQueue = new HashQueue(options.hashConcurrency ?? 2, options.hashQueueMax ?? 100, 3000, {
+    whenFull: () => new Error('full'),
+    whenLate: () => new Error('waited too long'),
+    whenAbandoned: () => new Error('abandoned')
+  })
   const users = new UserStore(DEMO_USERS, hashQueue)
   const cats = new MemoryCatsStore()
   const sign = createSigner({ key: options.jwtSecret, algorithm: 'HS256', expiresIn: expiresIn * 1000 })
