@@ -1,8 +1,10 @@
 import type { CreateCatBody, StoredCat, UpdateCatBody } from './schemas.js'
-import { NO_LIMITS, type CatsPage, type CatsStore, type StoreLimits } from './cats-store.js'
+import {
+  IDEMPOTENCY_KEY_TTL_MS, NO_LIMITS, type CatsPage, type CatsStore, type IdempotentCreateResult, type IdempotentRequest, type StoreLimits
+} from './cats-store.js'
 import { IdQueue, nextCatId } from './id-assignment.js'
 import { assignFields, mergeWithinLimit } from './merge-rules.js'
-import { CollectionFullError } from './store-errors.js'
+import { CollectionFullError, IdempotencyKeyReusedError } from './store-errors.js'
 
 /** A stored cat with its JSON text (reads send that text without serializing again) and its place in creation order. */
 interface Entry {
@@ -10,6 +12,13 @@ interface Entry {
   readonly cat: StoredCat
   json: string
   removed: boolean
+}
+
+/** An idempotency key as recorded with its cat. */
+interface KeptKey {
+  readonly fingerprint: string
+  readonly json: string
+  readonly at: number
 }
 
 /**
@@ -27,10 +36,15 @@ export class MemoryCatsStore implements CatsStore {
   #removedInOrder = 0
   #lastPosition = 0
   readonly #byId = new Map<number, IdQueue<Entry>>()
+  /** Idempotency keys by scope and key, oldest first, so expired ones are swept from the front. */
+  readonly #keys = new Map<string, KeptKey>()
   readonly #limits: StoreLimits
+  readonly #now: () => number
 
-  constructor (limits: StoreLimits = NO_LIMITS) {
+  /** `now` is the clock idempotency keys expire by (milliseconds). */
+  constructor (limits: StoreLimits = NO_LIMITS, now: () => number = Date.now) {
     this.#limits = limits
+    this.#now = now
   }
 
   get size (): number {
@@ -83,6 +97,21 @@ export class MemoryCatsStore implements CatsStore {
     return cat
   }
 
+  /** Synchronous, so a first request is never in progress when its repeat arrives. */
+  createOnce (fields: CreateCatBody, request: IdempotentRequest): IdempotentCreateResult {
+    const now = this.#now()
+    this.#sweepKeys(now)
+    const id = `${request.scope}\n${request.key}`
+    const kept = this.#keys.get(id)
+    if (kept !== undefined) {
+      if (kept.fingerprint !== request.fingerprint) throw new IdempotencyKeyReusedError()
+      return { replayed: true, json: kept.json }
+    }
+    const cat = this.create(fields)
+    this.#keys.set(id, { fingerprint: request.fingerprint, json: JSON.stringify(cat), at: now })
+    return { replayed: false, cat }
+  }
+
   /** Shallow-merges the fields into the cat; `id` never changes. */
   update (id: number, fields: UpdateCatBody): StoredCat | undefined {
     const entry = this.#byId.get(id)?.first
@@ -116,9 +145,17 @@ export class MemoryCatsStore implements CatsStore {
 
   close (): void {
     this.#cats.clear()
+    this.#keys.clear()
     this.#inCreationOrder = []
     this.#removedInOrder = 0
     this.#byId.clear()
+  }
+
+  #sweepKeys (now: number): void {
+    for (const [id, kept] of this.#keys) {
+      if (now - kept.at < IDEMPOTENCY_KEY_TTL_MS) return
+      this.#keys.delete(id)
+    }
   }
 
   /** The index of the first entry created after `position`: positions only grow along the creation order. */

@@ -52,4 +52,6 @@ export const LoginAbandoned = define('AUTH_ERR_LOGIN_ABANDONED', 'The client clo
 export const CollectionFull = define<[maxCats: number]>('CATS_ERR_COLLECTION_FULL', 'The collection is full (%s cats); delete some first', 507)
 export const CatTooLarge = define<[maxCatBytes: number]>('CATS_ERR_CAT_TOO_LARGE', 'The merged cat would be larger than %s bytes', 413)
 export const LowMemory = define('CATS_ERR_LOW_MEMORY', 'The server is low on memory; delete some cats first', 507)
+export const IdempotencyKeyInUse = define('CATS_ERR_IDEMPOTENCY_KEY_IN_USE', 'A request with this Idempotency-Key is still in progress; retry shortly', 409, 1)
+export const IdempotencyKeyReused = define('CATS_ERR_IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used with a different request body', 422)
 export const StoreUnavailable = define('CATS_ERR_STORE_UNAVAILABLE', 'The database is unavailable; retry shortly', 503, 5)

@@ -4,7 +4,8 @@ import pg from 'pg'
 import { PGlite } from '@electric-sql/pglite'
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket'
 import { MemoryCatsStore } from '../../src/cats/memory-cats-store.js'
-import { NO_LIMITS, type CatsStore, type StoreLimits } from '../../src/cats/cats-store.js'
+import { IDEMPOTENCY_KEY_TTL_MS, NO_LIMITS, type CatsStore, type IdempotentRequest, type StoreLimits } from '../../src/cats/cats-store.js'
+import { IdempotencyKeyInUseError, IdempotencyKeyReusedError } from '../../src/cats/store-errors.js'
 import { pgliteClient, postgresClient, type SqlClient } from '../../src/cats/sql-client.js'
 import { SqlCatsStore } from '../../src/cats/sql-cats-store.js'
 import { migrate } from '../../src/cats/sql-migrations.js'
@@ -17,7 +18,7 @@ import type { CreateCatBody, StoredCat, UpdateCatBody } from '../../src/cats/sch
  */
 
 /** Creates a fresh, empty store with these limits; whatever it opens is closed on the test's teardown. */
-type StoreFactory = (t: Test, limits?: StoreLimits) => Promise<CatsStore>
+type StoreFactory = (t: Test, limits?: StoreLimits, now?: () => number) => Promise<CatsStore>
 /** SQL stores only: a client on a fresh, empty schema that nothing has migrated yet. */
 type SchemaFactory = (t: Test) => Promise<SqlClient>
 
@@ -211,6 +212,60 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
     t.strictSame(JSON.parse(`[${page.items}]`).map((stored: StoredCat) => stored.name), ['A', 'B'])
   })
 
+  t.test('createOnce: the first request creates, a repeat replays the JSON as created and creates nothing', async (t) => {
+    const store = await openStore(t)
+    const request: IdempotentRequest = { scope: '', key: 'k-1', fingerprint: 'f' }
+    const first = await store.createOnce(cat('Tom'), request)
+    t.strictSame(first.replayed ? undefined : copy(first.cat), { id: 1, name: 'Tom', age: 3, breed: 'Siamese' })
+    await store.update(1, { toy: 'ball' })
+    const again = await store.createOnce(cat('Tom'), request)
+    t.strictSame(again, { replayed: true, json: '{"id":1,"name":"Tom","age":3,"breed":"Siamese"}' }, 'the answer as first sent, not the cat as it is now')
+    t.equal(await store.count(), 1)
+    await t.rejects(Promise.resolve().then(() => store.createOnce(cat('Other'), { ...request, fingerprint: 'g' })), IdempotencyKeyReusedError)
+    t.equal(await store.count(), 1, 'a reused key creates nothing')
+    const otherScope = await store.createOnce(cat('Tom'), { ...request, scope: 'user 2' })
+    t.equal(otherScope.replayed, false, 'keys of another scope are separate')
+    const otherKey = await store.createOnce(cat('Tom'), { ...request, key: 'k-2' })
+    t.equal(otherKey.replayed, false)
+    t.equal(await store.count(), 3)
+  })
+
+  t.test('createOnce: a key expires after its lifetime and then creates again', async (t) => {
+    let now = 1_000_000
+    const store = await openStore(t, NO_LIMITS, () => now)
+    const request: IdempotentRequest = { scope: '', key: 'k', fingerprint: 'f' }
+    await store.createOnce(cat('A'), request)
+    now += IDEMPOTENCY_KEY_TTL_MS - 1
+    t.equal((await store.createOnce(cat('A'), request)).replayed, true, 'just within the lifetime')
+    now += 1
+    const late = await store.createOnce(cat('B'), { ...request, fingerprint: 'g' })
+    t.equal(late.replayed, false, 'after the lifetime the key is new, whatever the body')
+    t.strictSame(await namesOf(store), ['A', 'B'])
+    t.equal((await store.createOnce(cat('B'), { ...request, fingerprint: 'g' })).replayed, true, 'and kept again')
+  })
+
+  t.test('createOnce: a full collection records no key, so the retry creates once there is room', async (t) => {
+    const store = await openStore(t, limits({ maxCats: 1 }))
+    await store.create(cat('A'))
+    const request: IdempotentRequest = { scope: '', key: 'k', fingerprint: 'f' }
+    await t.rejects(Promise.resolve().then(() => store.createOnce(cat('B'), request)), { name: 'CollectionFullError' })
+    await store.remove(1)
+    t.equal((await store.createOnce(cat('B'), request)).replayed, false)
+    t.strictSame(await namesOf(store), ['B'])
+  })
+
+  t.test('createOnce: 20 concurrent repeats of one key create one cat; each gets it or finds the first in progress', async (t) => {
+    const store = await openStore(t)
+    const request: IdempotentRequest = { scope: '', key: 'same', fingerprint: 'f' }
+    const outcomes = await Promise.allSettled(Array.from({ length: 20 }, () => Promise.resolve().then(() => store.createOnce(cat('Tom'), request))))
+    t.equal(await store.count(), 1)
+    for (const outcome of outcomes) {
+      if (outcome.status === 'rejected') t.type(outcome.reason, IdempotencyKeyInUseError)
+      else t.equal(outcome.value.replayed ? outcome.value.json : JSON.stringify(outcome.value.cat), '{"id":1,"name":"Tom","age":3,"breed":"Siamese"}')
+    }
+    t.equal(outcomes.filter((outcome) => outcome.status === 'fulfilled' && !outcome.value.replayed).length, 1, 'exactly one created')
+  })
+
   t.test('maxCats: a create past the limit fails with 507 and stores nothing', async (t) => {
     const store = await openStore(t, limits({ maxCats: 2 }))
     await store.create(cat('A'))
@@ -294,10 +349,10 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
 }
 
 /** Turns a schema factory into a store factory: migrate the fresh schema, then open the store on it. */
-const sqlStores = (openSchema: SchemaFactory): StoreFactory => async (t, storeLimits = NO_LIMITS) => {
+const sqlStores = (openSchema: SchemaFactory): StoreFactory => async (t, storeLimits = NO_LIMITS, now = Date.now) => {
   const client = await openSchema(t)
   await migrate(client)
-  return new SqlCatsStore(client, storeLimits)
+  return new SqlCatsStore(client, storeLimits, now)
 }
 
 // Starting a PGlite takes seconds: both start now, while the memory suite runs.
@@ -309,8 +364,8 @@ t.teardown(async () => {
 })
 
 t.test('in-memory MemoryCatsStore', async (t) => {
-  contractSuite(t, async (t, storeLimits) => {
-    const store = new MemoryCatsStore(storeLimits)
+  contractSuite(t, async (t, storeLimits, now) => {
+    const store = new MemoryCatsStore(storeLimits, now)
     t.teardown(() => store.close())
     return store
   })
