@@ -119,11 +119,13 @@ function fieldIssues (body: JsonObject, checks: Array<[key: string, ok: boolean,
 
 const NOT_AN_OBJECT: Issue[] = [{ field: 'body', message: 'must be object' }]
 
+const busy = (): Error => new Error('busy')
+
 export function createBaselineServer (options: BaselineOptions): Server {
   const expiresIn = options.expiresIn ?? 3600
   const catsMax = options.catsMax ?? 100_000
   const bodyLimit = options.bodyLimit ?? 16_384
-  const hashQueue = new HashQueue(options.hashConcurrency ?? 2, options.hashQueueMax ?? 100, () => new Error('full'))
+  const hashQueue = new HashQueue(options.hashConcurrency ?? 2, options.hashQueueMax ?? 100, 3000, { whenFull: busy, whenLate: busy, whenAbandoned: busy })
   const users = new UserStore(DEMO_USERS, hashQueue)
   const cats = new MemoryCatsStore()
   const sign = createSigner({ key: options.jwtSecret, algorithm: 'HS256', expiresIn: expiresIn * 1000 })

@@ -23,7 +23,7 @@ async function openSqlStore (fastify: FastifyInstance, databaseUrl: string, limi
   }
   const status = new DependencyStatus('database', fastify.log, (timeoutMs) => client.ping(timeoutMs))
   fastify.dependencies.set(status.name, status)
-  return new SqlCatsStore(client, limits, status)
+  return new SqlCatsStore(client, limits, { availability: status })
 }
 
 /** The cats store: in memory unless DATABASE_URL names PostgreSQL or PGlite. Closed after in-flight requests. */

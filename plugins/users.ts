@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
 import { HashQueue } from '../src/auth/hash-queue.js'
-import { TooManyLoginsInProgress } from '../src/http/errors.js'
+import { LoginAbandoned, LoginWaitedTooLong, TooManyLoginsInProgress } from '../src/http/errors.js'
 import { DEMO_USERS } from '../src/auth/demo-users.js'
 import { UserStore } from '../src/auth/users.js'
 import { loadUsersFile, type UserRecord } from '../src/auth/users-file.js'
@@ -25,7 +25,11 @@ function chooseUsers (fastify: FastifyInstance, opts: AppOptions): readonly User
 }
 
 export default fp<AppOptions>(async (fastify, opts) => {
-  const { HASH_CONCURRENCY, HASH_QUEUE_MAX } = fastify.config
-  const hashQueue = new HashQueue(HASH_CONCURRENCY, HASH_QUEUE_MAX, () => new TooManyLoginsInProgress(), fastify.metrics?.hashQueue)
+  const { HASH_CONCURRENCY, HASH_QUEUE_MAX, HASH_QUEUE_WAIT_MS } = fastify.config
+  const hashQueue = new HashQueue(HASH_CONCURRENCY, HASH_QUEUE_MAX, HASH_QUEUE_WAIT_MS, {
+    whenFull: () => new TooManyLoginsInProgress(),
+    whenLate: () => new LoginWaitedTooLong(),
+    whenAbandoned: () => new LoginAbandoned()
+  }, fastify.metrics?.hashQueue)
   fastify.decorate('users', new UserStore(chooseUsers(fastify, opts), hashQueue))
 }, { name: 'users', dependencies: ['config', 'metrics'] })

@@ -54,6 +54,7 @@ export const ConfigSchema = Type.Object({
   LOGIN_RATE_LIMIT_WINDOW: Type.String({ ...Duration, default: '1m', description: 'The login rate limit\'s window: a whole number and `s`, `m`, `h` or `d`' }),
   HASH_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 2, description: 'Password hashes computed at once' }),
   HASH_QUEUE_MAX: Type.Integer({ minimum: 0, default: 100, description: 'Logins waiting for a hash; beyond that 503' }),
+  HASH_QUEUE_WAIT_MS: Type.Integer({ minimum: 1, default: 3000, description: 'Longest a login waits for a hash, in milliseconds; beyond that 503 with Retry-After' }),
   CONNECTION_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 30_000, description: 'Idle socket timeout, in milliseconds' }),
   HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 10_000, description: 'Time allowed to receive all request headers, in milliseconds' }),
   REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 30_000, description: 'Time allowed to receive a whole request, in milliseconds' }),

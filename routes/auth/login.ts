@@ -27,7 +27,10 @@ const login: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request, reply) => {
     const { username, password } = request.body
-    const user = await fastify.users.verifyCredentials(username, password)
+    // The response closes before it is sent only when the client went away: its login is not hashed then.
+    const clientGone = new AbortController()
+    reply.raw.once('close', () => { if (!reply.raw.writableEnded) clientGone.abort() })
+    const user = await fastify.users.verifyCredentials(username, password, clientGone.signal)
     if (user === undefined) throw new InvalidCredentials()
     const accessToken = fastify.jwt.sign({ sub: user.id, username: user.username })
     // RFC 6749 §5.1: token responses must not be cached.

@@ -1,8 +1,10 @@
+import { createHash } from 'node:crypto'
 import { getHeapStatistics } from 'node:v8'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import {
-  CatIdParams, CatReply, CreateCatBody, DeleteReply, JSON_CONTENT_TYPE, JsonText, StoredCat, StoredCatList, UpdateCatBody
+  CatIdParams, CatReply, CreateCatBody, CreateCatHeaders, DeleteReply, JSON_CONTENT_TYPE, JsonText, ListCatsQuery, StoredCat, StoredCatList, UpdateCatBody
 } from '../../src/cats/schemas.js'
+import { LIST_CHUNK, decodeCursor, encodeCursor, wholeListJson } from '../../src/cats/list-paging.js'
 import { BEARER_SECURITY, ErrorReply } from '../../src/http/schemas.js'
 import { LowMemory } from '../../src/http/errors.js'
 import { invalidRequest } from '../../src/http/validation-issues.js'
@@ -30,28 +32,53 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
       tags: ['cats'],
       summary: 'Create a cat',
       ...security,
+      headers: CreateCatHeaders,
       body: CreateCatBody,
-      response: { 201: CatReply, 400: ErrorReply, ...authErrors, 413: ErrorReply, 415: ErrorReply, 503: ErrorReply, 507: ErrorReply }
+      response: {
+        201: CatReply, 400: ErrorReply, ...authErrors, 409: ErrorReply, 413: ErrorReply, 415: ErrorReply, 422: ErrorReply, 503: ErrorReply, 507: ErrorReply
+      }
     }
   }, async (request, reply) => {
     assertMemoryForWrites()
-    const cat = await fastify.catsStore.create(request.body)
+    const key = request.headers['idempotency-key']
     reply.code(201)
-    return cat
+    if (key === undefined) return fastify.catsStore.create(request.body)
+    const { name, age, breed } = request.body
+    const result = await fastify.catsStore.createOnce(request.body, {
+      // Per user when creates need a token, so one user's key never answers another's request.
+      scope: guarded ? String(request.user.userId) : '',
+      key,
+      fingerprint: createHash('sha256').update(JSON.stringify([name, age, breed])).digest('base64url')
+    })
+    if (!result.replayed) return result.cat
+    reply.header('idempotent-replayed', 'true')
+    // The JSON kept at creation has exactly the reply's fields in its order, so it serializes back byte for byte.
+    const first: CatReply = JSON.parse(result.json)
+    return first
   })
 
   fastify.get('', {
     ...guard,
     schema: {
       tags: ['cats'],
-      summary: 'List all cats in creation order',
+      summary: 'List the cats in creation order: all of them, or a page with limit and after',
       ...security,
-      response: { 200: JsonText(StoredCatList), ...authErrors, 503: ErrorReply }
+      querystring: ListCatsQuery,
+      response: { 200: JsonText(StoredCatList), 400: ErrorReply, ...authErrors, 503: ErrorReply }
     }
-  }, async (_request, reply) => {
-    const json = await fastify.catsStore.listJson()
+  }, async (request, reply) => {
+    const { limit, after } = request.query
     reply.type(JSON_CONTENT_TYPE)
-    return json
+    if (limit === undefined && after === undefined) return wholeListJson(fastify.catsStore)
+    const position = after === undefined ? 0 : decodeCursor(after)
+    if (position === undefined) throw invalidRequest('querystring', [{ instancePath: '/after', message: 'is not a cursor from a Link header' }])
+    const pageSize = limit ?? LIST_CHUNK
+    const page = await fastify.catsStore.page(position, pageSize)
+    if (page.more) {
+      const path = request.url.split('?', 1)[0]
+      reply.header('link', `<${path}?limit=${pageSize}&after=${encodeCursor(page.last)}>; rel="next"`)
+    }
+    return `[${page.items}]`
   })
 
   fastify.get('/:id', {

@@ -27,10 +27,13 @@ export class UserStore {
     return this.#byId.get(id)
   }
 
-  /** Resolves to the user when the password matches; takes as long for an unknown username. */
-  async verifyCredentials (username: string, password: string): Promise<UserRecord | undefined> {
+  /**
+   * Resolves to the user when the password matches; takes as long for an unknown username.
+   * When `signal` aborts before the hash starts (the client went away), the hash is skipped and the call rejects.
+   */
+  async verifyCredentials (username: string, password: string, signal?: AbortSignal): Promise<UserRecord | undefined> {
     const user = this.#byUsername.get(username)
-    const matches = await this.#hashQueue.run(() => verifyPassword(password, user?.passwordHash ?? DUMMY_HASH))
+    const matches = await this.#hashQueue.run(() => verifyPassword(password, user?.passwordHash ?? DUMMY_HASH), signal)
     return matches ? user : undefined
   }
 }

@@ -10,7 +10,32 @@ export interface StoreLimits {
   maxCatBytes: number
 }
 
+/** How long an idempotency key is kept: a repeat within it is replayed, one after it is a new request. */
+export const IDEMPOTENCY_KEY_TTL_MS = 24 * 60 * 60 * 1000
+
+/** A create that may be repeated: the same key and fingerprint within the lifetime get the first answer back. */
+export interface IdempotentRequest {
+  /** Whose key it is: the user when keys are per user, '' when they are shared. */
+  scope: string
+  key: string
+  /** Identifies the request body: the same key with another fingerprint is refused. */
+  fingerprint: string
+}
+
+/** A create with a key: a new cat, or the JSON text answered the first time. */
+export type IdempotentCreateResult = { replayed: false, cat: StoredCat } | { replayed: true, json: string }
+
 export const NO_LIMITS: StoreLimits = { maxCats: Number.POSITIVE_INFINITY, maxCatBytes: Number.POSITIVE_INFINITY }
+
+/** A slice of the list in creation order. */
+export interface CatsPage {
+  /** The cats' JSON texts joined by commas, without brackets; empty when there are none. */
+  items: string
+  /** The position of the page's last cat, to pass as `after` for the next page (`after` itself when empty). */
+  last: number
+  /** Whether cats follow this page. */
+  more: boolean
+}
 
 /**
  * The contract the routes use, whatever keeps the cats (memory, PostgreSQL, PGlite).
@@ -21,13 +46,23 @@ export const NO_LIMITS: StoreLimits = { maxCats: Number.POSITIVE_INFINITY, maxCa
 export interface CatsStore {
   count: () => MaybePromise<number>
   list: () => MaybePromise<StoredCat[]>
-  /** The same list as JSON text, as stored: the read routes send it without serializing. */
-  listJson: () => MaybePromise<string>
+  /**
+   * Up to `limit` cats created after the cat at `after` (0: from the first), in creation order, as the
+   * JSON text stored. Positions only grow, so paging by the last position neither skips nor repeats a cat.
+   */
+  page: (after: number, limit: number) => MaybePromise<CatsPage>
   find: (id: number) => MaybePromise<StoredCat | undefined>
   /** The same cat as JSON text, as stored. */
   findJson: (id: number) => MaybePromise<string | undefined>
   /** Throws CollectionFullError when the store holds `maxCats` already. */
   create: (fields: CreateCatBody) => MaybePromise<StoredCat>
+  /**
+   * Creates the cat and records the key with it atomically, or, when the key was recorded within
+   * IDEMPOTENCY_KEY_TTL_MS, creates nothing and returns the cat's JSON as created. Throws
+   * IdempotencyKeyReusedError for another fingerprint, IdempotencyKeyInUseError while the first
+   * request with the key is still running, CollectionFullError as create does (and records nothing).
+   */
+  createOnce: (fields: CreateCatBody, request: IdempotentRequest) => MaybePromise<IdempotentCreateResult>
   /** Undefined when no cat has this id; throws CatTooLargeError when the merged cat would exceed `maxCatBytes`. */
   update: (id: number, fields: UpdateCatBody) => MaybePromise<StoredCat | undefined>
   remove: (id: number) => MaybePromise<void>

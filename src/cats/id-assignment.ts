@@ -7,12 +7,12 @@ import type { StoredCat } from './schemas.js'
  */
 export const nextCatId = (storedCats: number): number => storedCats + 1
 
-/** The cats that share one id, earliest created first. Only the head is ever removed. */
-export class IdQueue {
-  readonly #cats: StoredCat[] = []
+/** The cats (or the store's records of them) that share one id, earliest created first. Only the head is ever removed. */
+export class IdQueue<Item = StoredCat> {
+  readonly #cats: Item[] = []
   #head = 0
 
-  get first (): StoredCat | undefined {
+  get first (): Item | undefined {
     return this.#cats[this.#head]
   }
 
@@ -20,7 +20,7 @@ export class IdQueue {
     return this.#cats.length - this.#head
   }
 
-  push (cat: StoredCat): void {
+  push (cat: Item): void {
     this.#cats.push(cat)
   }
 

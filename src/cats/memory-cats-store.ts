@@ -1,27 +1,54 @@
 import type { CreateCatBody, StoredCat, UpdateCatBody } from './schemas.js'
-import { NO_LIMITS, type CatsStore, type StoreLimits } from './cats-store.js'
+import {
+  IDEMPOTENCY_KEY_TTL_MS, NO_LIMITS, type CatsPage, type CatsStore, type IdempotentCreateResult, type IdempotentRequest, type StoreLimits
+} from './cats-store.js'
 import { IdQueue, nextCatId } from './id-assignment.js'
 import { assignFields, mergeWithinLimit } from './merge-rules.js'
-import { CollectionFullError } from './store-errors.js'
+import { CollectionFullError, IdempotencyKeyReusedError } from './store-errors.js'
+
+/** A stored cat with its JSON text (reads send that text without serializing again) and its place in creation order. */
+interface Entry {
+  readonly position: number
+  readonly cat: StoredCat
+  json: string
+  removed: boolean
+}
+
+/** An idempotency key as recorded with its cat. */
+interface KeptKey {
+  readonly fingerprint: string
+  readonly json: string
+  readonly at: number
+}
 
 /**
  * In-memory cats with the specified semantics: a new cat's id is the number of
  * stored cats plus one, so ids repeat after deletes; single-record operations
- * act on the earliest created cat with that id. Every operation but list is O(1).
+ * act on the earliest created cat with that id. Every operation but list is O(1)
+ * (amortized), and a page is found by binary search.
  * Methods are synchronous; callers may await them like any CatsStore.
  */
 export class MemoryCatsStore implements CatsStore {
-  /** Every cat in creation order, with its JSON text: reads send that text without serializing again. */
-  readonly #inCreationOrder = new Map<StoredCat, string>()
-  readonly #byId = new Map<number, IdQueue>()
+  /** The stored cats in creation order. */
+  readonly #cats = new Set<StoredCat>()
+  /** Every entry in creation order; removed ones stay until they are half of it, so a removal costs O(1) amortized. */
+  #inCreationOrder: Entry[] = []
+  #removedInOrder = 0
+  #lastPosition = 0
+  readonly #byId = new Map<number, IdQueue<Entry>>()
+  /** Idempotency keys by scope and key, oldest first, so expired ones are swept from the front. */
+  readonly #keys = new Map<string, KeptKey>()
   readonly #limits: StoreLimits
+  readonly #now: () => number
 
-  constructor (limits: StoreLimits = NO_LIMITS) {
+  /** `now` is the clock idempotency keys expire by (milliseconds). */
+  constructor (limits: StoreLimits = NO_LIMITS, now: () => number = Date.now) {
     this.#limits = limits
+    this.#now = now
   }
 
   get size (): number {
-    return this.#inCreationOrder.size
+    return this.#cats.size
   }
 
   count (): number {
@@ -29,53 +56,87 @@ export class MemoryCatsStore implements CatsStore {
   }
 
   list (): StoredCat[] {
-    return Array.from(this.#inCreationOrder.keys())
+    return Array.from(this.#cats)
   }
 
-  listJson (): string {
-    return `[${Array.from(this.#inCreationOrder.values()).join(',')}]`
+  page (after: number, limit: number): CatsPage {
+    const order = this.#inCreationOrder
+    const texts: string[] = []
+    let last = after
+    let index = this.#firstIndexAfter(after)
+    for (; index < order.length && texts.length < limit; index++) {
+      const entry = order[index]
+      if (entry.removed) continue
+      texts.push(entry.json)
+      last = entry.position
+    }
+    while (index < order.length && order[index].removed) index++
+    return { items: texts.join(','), last, more: index < order.length }
   }
 
   find (id: number): StoredCat | undefined {
-    return this.#byId.get(id)?.first
+    return this.#byId.get(id)?.first?.cat
   }
 
   findJson (id: number): string | undefined {
-    const cat = this.find(id)
-    return cat === undefined ? undefined : this.#inCreationOrder.get(cat)
+    return this.#byId.get(id)?.first?.json
   }
 
   create (fields: CreateCatBody): StoredCat {
     if (this.size >= this.#limits.maxCats) throw new CollectionFullError(this.#limits.maxCats)
     const cat: StoredCat = { id: nextCatId(this.size), name: fields.name, age: fields.age, breed: fields.breed }
-    this.#inCreationOrder.set(cat, JSON.stringify(cat))
+    const entry: Entry = { position: ++this.#lastPosition, cat, json: JSON.stringify(cat), removed: false }
+    this.#cats.add(cat)
+    this.#inCreationOrder.push(entry)
     let queue = this.#byId.get(cat.id)
     if (queue === undefined) {
       queue = new IdQueue()
       this.#byId.set(cat.id, queue)
     }
-    queue.push(cat)
+    queue.push(entry)
     return cat
+  }
+
+  /** Synchronous, so a first request is never in progress when its repeat arrives. */
+  createOnce (fields: CreateCatBody, request: IdempotentRequest): IdempotentCreateResult {
+    const now = this.#now()
+    this.#sweepKeys(now)
+    const id = `${request.scope}\n${request.key}`
+    const kept = this.#keys.get(id)
+    if (kept !== undefined) {
+      if (kept.fingerprint !== request.fingerprint) throw new IdempotencyKeyReusedError()
+      return { replayed: true, json: kept.json }
+    }
+    const cat = this.create(fields)
+    this.#keys.set(id, { fingerprint: request.fingerprint, json: JSON.stringify(cat), at: now })
+    return { replayed: false, cat }
   }
 
   /** Shallow-merges the fields into the cat; `id` never changes. */
   update (id: number, fields: UpdateCatBody): StoredCat | undefined {
-    const cat = this.find(id)
-    if (cat === undefined) return undefined
-    const { json } = mergeWithinLimit(cat, fields, this.#limits.maxCatBytes)
+    const entry = this.#byId.get(id)?.first
+    if (entry === undefined) return undefined
+    const { json } = mergeWithinLimit(entry.cat, fields, this.#limits.maxCatBytes)
     // In place: the list order and the id index refer to this object.
-    this.#inCreationOrder.set(assignFields(cat, fields), json)
-    return cat
+    assignFields(entry.cat, fields)
+    entry.json = json
+    return entry.cat
   }
 
   /** Removes the earliest created cat with this id, if any. */
   remove (id: number): void {
     const queue = this.#byId.get(id)
-    const cat = queue?.first
-    if (queue === undefined || cat === undefined) return
+    const entry = queue?.first
+    if (queue === undefined || entry === undefined) return
     queue.shift()
     if (queue.size === 0) this.#byId.delete(id)
-    this.#inCreationOrder.delete(cat)
+    this.#cats.delete(entry.cat)
+    entry.removed = true
+    this.#removedInOrder++
+    if (this.#removedInOrder * 2 > this.#inCreationOrder.length) {
+      this.#inCreationOrder = this.#inCreationOrder.filter((kept) => !kept.removed)
+      this.#removedInOrder = 0
+    }
   }
 
   isReady (): boolean {
@@ -83,7 +144,30 @@ export class MemoryCatsStore implements CatsStore {
   }
 
   close (): void {
-    this.#inCreationOrder.clear()
+    this.#cats.clear()
+    this.#keys.clear()
+    this.#inCreationOrder = []
+    this.#removedInOrder = 0
     this.#byId.clear()
+  }
+
+  #sweepKeys (now: number): void {
+    for (const [id, kept] of this.#keys) {
+      if (now - kept.at < IDEMPOTENCY_KEY_TTL_MS) return
+      this.#keys.delete(id)
+    }
+  }
+
+  /** The index of the first entry created after `position`: positions only grow along the creation order. */
+  #firstIndexAfter (position: number): number {
+    const order = this.#inCreationOrder
+    let low = 0
+    let high = order.length
+    while (low < high) {
+      const middle = (low + high) >>> 1
+      if (order[middle].position <= position) low = middle + 1
+      else high = middle
+    }
+    return low
   }
 }

@@ -37,6 +37,22 @@ export const CatIdParams = Type.Object({
 })
 export type CatIdParams = Static<typeof CatIdParams>
 
+/** POST /cats headers: a key makes the create safe to retry. */
+export const CreateCatHeaders = Type.Object({
+  'idempotency-key': Type.Optional(Type.String({
+    pattern: '^[\\x21-\\x7E]{1,255}$',
+    description: 'Makes the create safe to retry: a repeat with the same key and body within 24 h creates nothing and gets the first answer with Idempotent-Replayed: true; 409 while the first is in progress, 422 with a different body. 1–255 visible ASCII characters.'
+  }))
+})
+export type CreateCatHeaders = Static<typeof CreateCatHeaders>
+
+/** GET /cats paging: without either, the whole list. */
+export const ListCatsQuery = Type.Object({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'At most this many cats, in creation order; a Link header with rel="next" names the next page' })),
+  after: Type.Optional(Type.String({ minLength: 1, maxLength: 32, description: 'Opaque cursor taken from the Link header of the previous page' }))
+})
+export type ListCatsQuery = Static<typeof ListCatsQuery>
+
 export const DeleteReply = Type.Object({ deleted: Type.Literal(true) })
 export type DeleteReply = Static<typeof DeleteReply>
 

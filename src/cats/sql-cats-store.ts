@@ -1,8 +1,10 @@
 import type { CreateCatBody, StoredCat, UpdateCatBody } from './schemas.js'
-import { NO_LIMITS, type CatsStore, type StoreLimits } from './cats-store.js'
+import {
+  IDEMPOTENCY_KEY_TTL_MS, NO_LIMITS, type CatsPage, type CatsStore, type IdempotentCreateResult, type IdempotentRequest, type StoreLimits
+} from './cats-store.js'
 import { mergeWithinLimit } from './merge-rules.js'
-import { CatTooLargeError, CollectionFullError, StoreUnavailableError } from './store-errors.js'
-import type { SqlClient } from './sql-client.js'
+import { CatTooLargeError, CollectionFullError, IdempotencyKeyInUseError, IdempotencyKeyReusedError, StoreUnavailableError } from './store-errors.js'
+import type { SqlClient, SqlExecutor } from './sql-client.js'
 import { PROBE_TIMEOUT_MS, type DependencyStatus } from '../dependency-status.js'
 
 /** Told whether the database answered, so an outage is logged once when it starts and once when it ends. */
@@ -12,9 +14,34 @@ interface DataRow extends Record<string, unknown> {
   data: StoredCat
 }
 
+interface CreatedRow extends DataRow {
+  json: string
+}
+
+interface KeyRow extends Record<string, unknown> {
+  fingerprint: string
+  response: string
+}
+
+/** Held until the transaction ends: a second request with the key while the first runs finds it taken. */
+const LOCK_KEY = 'SELECT pg_try_advisory_xact_lock(hashtext($1), hashtext($2)) AS locked'
+
 interface LockedRow extends DataRow {
   seq: string
 }
+
+interface PageRow extends Record<string, unknown> {
+  items: string
+  last: string
+  more: boolean
+}
+
+const PAGE = `
+WITH page AS (SELECT seq, data FROM cats WHERE seq > $1::bigint ORDER BY seq LIMIT $2)
+SELECT coalesce(string_agg(data::text, ',' ORDER BY seq), '') AS items,
+  coalesce(max(seq), $1::bigint)::text AS last,
+  EXISTS (SELECT 1 FROM cats WHERE seq > (SELECT coalesce(max(seq), $1::bigint) FROM page)) AS more
+FROM page`
 
 /** The earliest created cat with the id $1: read, update and delete act on it. */
 const EARLIEST_WITH_ID = 'FROM cats WHERE id = $1 ORDER BY seq LIMIT 1'
@@ -23,7 +50,7 @@ const CREATE = `
 WITH next AS (UPDATE cats_count SET count = count + 1 WHERE count < $1 RETURNING count)
 INSERT INTO cats (id, data)
 SELECT count, ('{"id":' || count || ',' || substr($2::text, 2))::json FROM next
-RETURNING data`
+RETURNING data, data::text AS json`
 
 const REMOVE = `
 WITH gone AS (
@@ -31,16 +58,25 @@ WITH gone AS (
 )
 UPDATE cats_count SET count = count - (SELECT count(*) FROM gone)`
 
+/** The store's own refusals, which pass through as they are. */
+const DOMAIN_ERRORS = [CollectionFullError, CatTooLargeError, IdempotencyKeyInUseError, IdempotencyKeyReusedError]
+
 /** Cats in PostgreSQL (node-postgres or PGlite), with the same semantics as the in-memory store. */
 export class SqlCatsStore implements CatsStore {
   readonly #client: SqlClient
   readonly #limits: StoreLimits
   readonly #availability: Availability | undefined
+  readonly #now: () => number
 
-  constructor (client: SqlClient, limits: StoreLimits = NO_LIMITS, availability?: Availability) {
+  /**
+   * `availability` hears whether each operation reached the database; `now` is the clock idempotency keys
+   * expire by (milliseconds), the same on every instance as far as clocks agree.
+   */
+  constructor (client: SqlClient, limits: StoreLimits = NO_LIMITS, { availability, now = Date.now }: { availability?: Availability, now?: () => number } = {}) {
     this.#client = client
     this.#limits = limits
     this.#availability = availability
+    this.#now = now
   }
 
   async count (): Promise<number> {
@@ -54,11 +90,11 @@ export class SqlCatsStore implements CatsStore {
     return this.#guard(async () => (await this.#client.query<DataRow>('SELECT data FROM cats ORDER BY seq')).map((row) => row.data))
   }
 
-  async listJson (): Promise<string> {
+  async page (after: number, limit: number): Promise<CatsPage> {
     return this.#guard(async () => {
-      // data::text is the JSON exactly as written, so no parse and re-serialize.
-      const [row] = await this.#client.query<{ items: string }>("SELECT coalesce(string_agg(data::text, ',' ORDER BY seq), '') AS items FROM cats")
-      return `[${row.items}]`
+      // data::text is the JSON exactly as written, so no parse and re-serialize; seq > $1 walks the primary key.
+      const [row] = await this.#client.query<PageRow>(PAGE, [after, limit])
+      return { items: row.items, last: Number(row.last), more: row.more }
     })
   }
 
@@ -74,15 +110,38 @@ export class SqlCatsStore implements CatsStore {
   }
 
   async create (fields: CreateCatBody): Promise<StoredCat> {
+    return this.#guard(async () => (await this.#insert(this.#client, fields)).data)
+  }
+
+  async createOnce (fields: CreateCatBody, request: IdempotentRequest): Promise<IdempotentCreateResult> {
+    const { scope, key, fingerprint } = request
+    const now = this.#now()
+    return this.#guard(() => this.#client.transaction(async (tx) => {
+      const [{ locked }] = await tx.query<{ locked: boolean }>(LOCK_KEY, [scope, key])
+      if (!locked) throw new IdempotencyKeyInUseError()
+      await tx.query('DELETE FROM idempotency_keys WHERE created_at_ms <= $1', [now - IDEMPOTENCY_KEY_TTL_MS])
+      const [kept] = await tx.query<KeyRow>('SELECT fingerprint, response FROM idempotency_keys WHERE scope = $1 AND key = $2', [scope, key])
+      if (kept !== undefined) {
+        if (kept.fingerprint !== fingerprint) throw new IdempotencyKeyReusedError()
+        return { replayed: true as const, json: kept.response }
+      }
+      // In the same transaction: the key is committed with its cat or not at all.
+      const row = await this.#insert(tx, fields)
+      await tx.query('INSERT INTO idempotency_keys (scope, key, fingerprint, response, created_at_ms) VALUES ($1, $2, $3, $4, $5)', [scope, key, fingerprint, row.json, now])
+      return { replayed: false as const, cat: row.data }
+    }))
+  }
+
+  /**
+   * One statement: the cats_count row lock serializes creates across instances but is held only
+   * inside PostgreSQL. The JSON is built as JSON.stringify({ id, name, age, breed }) would write it.
+   */
+  async #insert (executor: SqlExecutor, fields: CreateCatBody): Promise<CreatedRow> {
     const { maxCats } = this.#limits
     const { name, age, breed } = fields
-    return this.#guard(async () => {
-      // One statement: the cats_count row lock serializes creates across instances but is held only
-      // inside PostgreSQL. The JSON is built as JSON.stringify({ id, name, age, breed }) would write it.
-      const [row] = await this.#client.query<DataRow>(CREATE, [Math.min(maxCats, Number.MAX_SAFE_INTEGER), JSON.stringify({ name, age, breed })])
-      if (row === undefined) throw new CollectionFullError(maxCats)
-      return row.data
-    })
+    const [row] = await executor.query<CreatedRow>(CREATE, [Math.min(maxCats, Number.MAX_SAFE_INTEGER), JSON.stringify({ name, age, breed })])
+    if (row === undefined) throw new CollectionFullError(maxCats)
+    return row
   }
 
   async update (id: number, fields: UpdateCatBody): Promise<StoredCat | undefined> {
@@ -114,7 +173,7 @@ export class SqlCatsStore implements CatsStore {
     try {
       result = await work()
     } catch (error) {
-      if (error instanceof CollectionFullError || error instanceof CatTooLargeError) throw error
+      if (DOMAIN_ERRORS.some((domain) => error instanceof domain)) throw error
       this.#availability?.failed(error)
       throw new StoreUnavailableError(error)
     }

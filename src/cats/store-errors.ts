@@ -26,3 +26,19 @@ export class StoreUnavailableError extends Error {
     super('The cats store is unavailable', { cause })
   }
 }
+
+/** A create with an idempotency key whose first request is still being processed. */
+export class IdempotencyKeyInUseError extends Error {
+  override readonly name = 'IdempotencyKeyInUseError'
+  constructor () {
+    super('A request with this idempotency key is still in progress')
+  }
+}
+
+/** A create with an idempotency key already used for a different request body. */
+export class IdempotencyKeyReusedError extends Error {
+  override readonly name = 'IdempotencyKeyReusedError'
+  constructor () {
+    super('This idempotency key was used for a different request')
+  }
+}

@@ -1,7 +1,9 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import { CatTooLargeError, CollectionFullError, StoreUnavailableError } from '../cats/store-errors.js'
+import { CatTooLargeError, CollectionFullError, IdempotencyKeyInUseError, IdempotencyKeyReusedError, StoreUnavailableError } from '../cats/store-errors.js'
 import { errorBody } from './error-body.js'
-import { CatTooLarge, CollectionFull, InternalError, isServiceError, retryAfterFor, RouteNotFound, StoreUnavailable } from './errors.js'
+import {
+  CatTooLarge, CollectionFull, IdempotencyKeyInUse, IdempotencyKeyReused, InternalError, isServiceError, retryAfterFor, RouteNotFound, StoreUnavailable
+} from './errors.js'
 import { toIssues, type FieldError } from './validation-issues.js'
 
 // A 4xx raised without a code of its own (not by Fastify, which names all of its errors).
@@ -22,6 +24,8 @@ export interface ThrownError extends Error {
 function fromDomain (error: ThrownError): ThrownError {
   if (error instanceof CollectionFullError) return new CollectionFull(error.maxCats)
   if (error instanceof CatTooLargeError) return new CatTooLarge(error.maxCatBytes)
+  if (error instanceof IdempotencyKeyInUseError) return new IdempotencyKeyInUse()
+  if (error instanceof IdempotencyKeyReusedError) return new IdempotencyKeyReused()
   if (error instanceof StoreUnavailableError) return new StoreUnavailable({ cause: error.cause })
   return error
 }

@@ -44,9 +44,14 @@ export const InvalidToken = define('AUTH_ERR_INVALID_TOKEN', 'Invalid or expired
 export const TooManyLoginAttempts = define<[retryAfterSeconds: number]>('AUTH_ERR_TOO_MANY_ATTEMPTS', 'Too many login attempts; retry in %s seconds', 429)
 export const LoginLimiterUnavailable = define('AUTH_ERR_LIMITER_UNAVAILABLE', 'Login is unavailable: the rate limit store cannot be reached', 503, 5)
 export const TooManyLoginsInProgress = define('AUTH_ERR_LOGINS_IN_PROGRESS', 'Too many logins in progress; retry shortly', 503, 1)
+export const LoginWaitedTooLong = define('AUTH_ERR_LOGIN_WAITED_TOO_LONG', 'The login waited too long for its turn; retry shortly', 503, 1)
+// 499 (client closed request): the client is gone, so nobody reads this; it keeps the log free of errors.
+export const LoginAbandoned = define('AUTH_ERR_LOGIN_ABANDONED', 'The client closed the connection before the login was checked', 499)
 
 // Cats
 export const CollectionFull = define<[maxCats: number]>('CATS_ERR_COLLECTION_FULL', 'The collection is full (%s cats); delete some first', 507)
 export const CatTooLarge = define<[maxCatBytes: number]>('CATS_ERR_CAT_TOO_LARGE', 'The merged cat would be larger than %s bytes', 413)
 export const LowMemory = define('CATS_ERR_LOW_MEMORY', 'The server is low on memory; delete some cats first', 507)
+export const IdempotencyKeyInUse = define('CATS_ERR_IDEMPOTENCY_KEY_IN_USE', 'A request with this Idempotency-Key is still in progress; retry shortly', 409, 1)
+export const IdempotencyKeyReused = define('CATS_ERR_IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used with a different request body', 422)
 export const StoreUnavailable = define('CATS_ERR_STORE_UNAVAILABLE', 'The database is unavailable; retry shortly', 503, 5)

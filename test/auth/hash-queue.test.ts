@@ -8,6 +8,11 @@ class QueueFullError extends Error {
 }
 
 const whenFull = (): Error => new QueueFullError('too busy')
+const whenLate = (): Error => new Error('waited too long')
+const whenAbandoned = (): Error => new Error('abandoned')
+/** A queue with these errors and a wait bound no test here reaches unless it means to. */
+const queueOf = (concurrency: number, maxWaiting: number, full = whenFull, maxWaitMs = 60_000): HashQueue =>
+  new HashQueue(concurrency, maxWaiting, maxWaitMs, { whenFull: full, whenLate, whenAbandoned })
 
 /** A task whose completion the test controls. */
 interface Gate {
@@ -41,14 +46,14 @@ function gate (name: string, log: string[] = []): Gate {
 const settle = async (): Promise<void> => { await tick() }
 
 t.test('runs a task and resolves with its result', async (t) => {
-  const queue = new HashQueue(1, 0, whenFull)
+  const queue = queueOf(1, 0)
   t.equal(await queue.run(async () => 42), 42)
   t.equal(queue.running, 0)
   t.equal(queue.waiting, 0)
 })
 
 t.test('never more than `concurrency` tasks run at once', async (t) => {
-  const queue = new HashQueue(2, 10, whenFull)
+  const queue = queueOf(2, 10)
   let running = 0
   let most = 0
   const task = async (): Promise<void> => {
@@ -66,7 +71,7 @@ t.test('never more than `concurrency` tasks run at once', async (t) => {
 })
 
 t.test('tasks beyond concurrency wait and are not started', async (t) => {
-  const queue = new HashQueue(2, 5, whenFull)
+  const queue = queueOf(2, 5)
   const gates = ['a', 'b', 'c', 'd'].map((name) => gate(name))
   const results = gates.map((g) => queue.run(g.task))
   await settle()
@@ -88,7 +93,7 @@ t.test('tasks beyond concurrency wait and are not started', async (t) => {
 
 t.test('waiting tasks run in the order they were queued', async (t) => {
   const log: string[] = []
-  const queue = new HashQueue(1, 10, whenFull)
+  const queue = queueOf(1, 10)
   const gates = ['1', '2', '3', '4', '5'].map((name) => gate(name, log))
   const results = gates.map((g) => queue.run(g.task))
   await settle()
@@ -101,7 +106,7 @@ t.test('waiting tasks run in the order they were queued', async (t) => {
 })
 
 t.test('beyond maxWaiting the whenFull error is thrown at once', async (t) => {
-  const queue = new HashQueue(1, 2, whenFull)
+  const queue = queueOf(1, 2)
   const running = gate('running')
   const waiting = [gate('w1'), gate('w2')]
   const first = queue.run(running.task)
@@ -132,7 +137,7 @@ t.test('beyond maxWaiting the whenFull error is thrown at once', async (t) => {
 
 t.test('whenFull is called once per refusal and gives a fresh error', async (t) => {
   let calls = 0
-  const queue = new HashQueue(1, 0, () => new Error(`full #${++calls}`))
+  const queue = queueOf(1, 0, () => new Error(`full #${++calls}`))
   const running = gate('running')
   const first = queue.run(running.task)
   await t.rejects(queue.run(async () => 1), { message: 'full #1' })
@@ -144,7 +149,7 @@ t.test('whenFull is called once per refusal and gives a fresh error', async (t) 
 })
 
 t.test('maxWaiting 0: only `concurrency` tasks are accepted', async (t) => {
-  const queue = new HashQueue(2, 0, whenFull)
+  const queue = queueOf(2, 0)
   const a = gate('a')
   const b = gate('b')
   const runs = [queue.run(a.task), queue.run(b.task)]
@@ -156,7 +161,7 @@ t.test('maxWaiting 0: only `concurrency` tasks are accepted', async (t) => {
 })
 
 t.test('a failing task releases its slot to the next waiting task', async (t) => {
-  const queue = new HashQueue(1, 5, whenFull)
+  const queue = queueOf(1, 5)
   const failing = gate('failing')
   const next = gate('next')
   const failed = queue.run(failing.task)
@@ -175,7 +180,7 @@ t.test('a failing task releases its slot to the next waiting task', async (t) =>
 })
 
 t.test('a failing task with nobody waiting frees its slot', async (t) => {
-  const queue = new HashQueue(1, 0, whenFull)
+  const queue = queueOf(1, 0)
   await t.rejects(queue.run(async () => { throw new Error('async failure') }), { message: 'async failure' })
   t.equal(queue.running, 0)
   await t.rejects(queue.run(() => { throw new Error('sync failure') }), { message: 'sync failure' }, 'a task that throws before returning a promise')
@@ -184,7 +189,7 @@ t.test('a failing task with nobody waiting frees its slot', async (t) => {
 })
 
 t.test('many failures do not leak slots', async (t) => {
-  const queue = new HashQueue(3, 100, whenFull)
+  const queue = queueOf(3, 100)
   const outcomes = await Promise.allSettled(Array.from({ length: 50 }, (_, i) => queue.run(async () => {
     await tick()
     if (i % 2 === 0) throw new Error(`fail ${i}`)
@@ -203,10 +208,75 @@ t.test('many failures do not leak slots', async (t) => {
   await Promise.all(runs)
 })
 
+t.test('a task whose signal aborts while it waits leaves the queue and never starts', async (t) => {
+  const queue = queueOf(1, 5)
+  const first = gate('first')
+  const gone = gate('gone')
+  const next = gate('next')
+  const runFirst = queue.run(first.task)
+  const client = new AbortController()
+  const runGone = queue.run(gone.task, client.signal)
+  const runNext = queue.run(next.task, new AbortController().signal)
+  await settle()
+  t.equal(queue.waiting, 2)
+  client.abort()
+  await t.rejects(runGone, { message: 'abandoned' })
+  t.equal(queue.waiting, 1, 'it left the queue at once')
+  first.finish()
+  t.equal(await runFirst, 'first')
+  await settle()
+  t.equal(gone.started, false, 'the abandoned task never ran')
+  t.equal(next.started, true, 'the slot went to the next one')
+  next.finish()
+  t.equal(await runNext, 'next')
+  t.equal(queue.running, 0)
+})
+
+t.test('a task whose signal aborted already is refused even with a free slot', async (t) => {
+  const queue = queueOf(1, 5)
+  const client = new AbortController()
+  client.abort()
+  const task = gate('late')
+  await t.rejects(queue.run(task.task, client.signal), { message: 'abandoned' })
+  t.equal(task.started, false)
+  t.equal(queue.running, 0)
+})
+
+t.test('a task that waits longer than maxWaitMs is refused instead of served late', async (t) => {
+  const queue = queueOf(1, 5, whenFull, 50)
+  const first = gate('first')
+  const waiting = gate('waiting')
+  const runFirst = queue.run(first.task)
+  const started = Date.now()
+  await t.rejects(queue.run(waiting.task), { message: 'waited too long' })
+  const waited = Date.now() - started
+  t.ok(waited >= 45 && waited < 1000, `refused after ${waited} ms`)
+  t.equal(queue.waiting, 0)
+  first.finish()
+  await runFirst
+  t.equal(waiting.started, false)
+  t.equal(queue.running, 0, 'the slot is free again')
+})
+
+t.test('a task started within the bound is not refused later, and its signal no longer matters', async (t) => {
+  const queue = queueOf(1, 5, whenFull, 50)
+  const first = gate('first')
+  const second = gate('second')
+  const client = new AbortController()
+  const runFirst = queue.run(first.task)
+  const runSecond = queue.run(second.task, client.signal)
+  first.finish()
+  await runFirst
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  client.abort()
+  second.finish()
+  t.equal(await runSecond, 'second', 'past the bound and aborted after starting: still its result')
+})
+
 t.test('reports waits and refusals to its observer, and nothing for a task that did not wait', async (t) => {
   const events: string[] = []
   const waits: number[] = []
-  const queue = new HashQueue(1, 1, whenFull, {
+  const queue = new HashQueue(1, 1, 60_000, { whenFull, whenLate, whenAbandoned }, {
     enqueued: () => events.push('enqueued'),
     dequeued: (seconds) => {
       events.push('dequeued')

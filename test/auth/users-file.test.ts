@@ -11,7 +11,7 @@ const FAST: ScryptParams = { ln: 10, r: 8, p: 1 }
 const aliceHash = await hashPassword('alice-password', FAST)
 const alice: UserRecord = { id: 1, username: 'alice', passwordHash: aliceHash }
 const bob: UserRecord = { id: '1', username: 'bob', passwordHash: await hashPassword('bob-password', FAST) }
-const newQueue = (): HashQueue => new HashQueue(2, 100, () => new Error('hash queue full'))
+const newQueue = (): HashQueue => new HashQueue(2, 100, 60_000, { whenFull: () => new Error('hash queue full'), whenLate: () => new Error('late'), whenAbandoned: () => new Error('abandoned') })
 
 function tempDir (t: Test): string {
   const dir = mkdtempSync(join(tmpdir(), 'users-test-'))

@@ -7,7 +7,7 @@ import type { UserRecord } from '../../src/auth/users-file.js'
 
 const FAST: ScryptParams = { ln: 10, r: 8, p: 1 }
 
-const newQueue = (): HashQueue => new HashQueue(2, 100, () => new Error('hash queue full'))
+const newQueue = (): HashQueue => new HashQueue(2, 100, 60_000, { whenFull: () => new Error('hash queue full'), whenLate: () => new Error('late'), whenAbandoned: () => new Error('abandoned') })
 
 /** Hashes with cheap parameters, once for the whole file. */
 const aliceHash = await hashPassword('alice-password', FAST)
@@ -97,7 +97,7 @@ t.test('an unknown username is verified against a valid dummy hash as costly as 
 })
 
 t.test('verifyCredentials runs hashes through the given queue and its limit', async (t) => {
-  const queue = new HashQueue(1, 0, () => new Error('hash queue full'))
+  const queue = new HashQueue(1, 0, 60_000, { whenFull: () => new Error('hash queue full'), whenLate: () => new Error('late'), whenAbandoned: () => new Error('abandoned') })
   const store = new UserStore([alice], queue)
   const first = store.verifyCredentials('alice', 'alice-password')
   await t.rejects(store.verifyCredentials('alice', 'alice-password'), { message: 'hash queue full' })
@@ -113,7 +113,7 @@ t.test('the demo users verify with their documented passwords', async (t) => {
   for (const user of DEMO_USERS) {
     t.strictSame(parseHash(user.passwordHash)?.params, { ln: 14, r: 8, p: 5 }, `${user.username}: default scrypt params`)
   }
-  const store = new UserStore(DEMO_USERS, new HashQueue(3, 10, () => new Error('full')))
+  const store = new UserStore(DEMO_USERS, new HashQueue(3, 10, 60_000, { whenFull: () => new Error('full'), whenLate: () => new Error('late'), whenAbandoned: () => new Error('abandoned') }))
   const [john, chris, maria, wrong] = await Promise.all([
     store.verifyCredentials('john', 'changeme'),
     store.verifyCredentials('chris', 'secret'),

@@ -4,7 +4,8 @@ import pg from 'pg'
 import { PGlite } from '@electric-sql/pglite'
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket'
 import { MemoryCatsStore } from '../../src/cats/memory-cats-store.js'
-import { NO_LIMITS, type CatsStore, type StoreLimits } from '../../src/cats/cats-store.js'
+import { IDEMPOTENCY_KEY_TTL_MS, NO_LIMITS, type CatsStore, type IdempotentRequest, type StoreLimits } from '../../src/cats/cats-store.js'
+import { IdempotencyKeyInUseError, IdempotencyKeyReusedError } from '../../src/cats/store-errors.js'
 import { pgliteClient, postgresClient, type SqlClient } from '../../src/cats/sql-client.js'
 import { SqlCatsStore } from '../../src/cats/sql-cats-store.js'
 import { migrate } from '../../src/cats/sql-migrations.js'
@@ -17,7 +18,7 @@ import type { CreateCatBody, StoredCat, UpdateCatBody } from '../../src/cats/sch
  */
 
 /** Creates a fresh, empty store with these limits; whatever it opens is closed on the test's teardown. */
-type StoreFactory = (t: Test, limits?: StoreLimits) => Promise<CatsStore>
+type StoreFactory = (t: Test, limits?: StoreLimits, now?: () => number) => Promise<CatsStore>
 /** SQL stores only: a client on a fresh, empty schema that nothing has migrated yet. */
 type SchemaFactory = (t: Test) => Promise<SqlClient>
 
@@ -180,6 +181,91 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
     t.equal(Reflect.get({}, 'polluted'), undefined, 'Object.prototype is untouched')
   })
 
+  t.test('page walks the list in creation order by position, neither skipping nor repeating a cat', async (t) => {
+    const store = await openStore(t)
+    t.strictSame(await store.page(0, 10), { items: '', last: 0, more: false }, 'an empty store has one empty page')
+    for (const name of ['A', 'B', 'C', 'D', 'E']) await store.create(cat(name))
+    const first = await store.page(0, 2)
+    t.strictSame(JSON.parse(`[${first.items}]`).map((stored: StoredCat) => stored.name), ['A', 'B'])
+    t.equal(first.more, true)
+    await store.remove(3)
+    await store.update(4, { toy: 'ball' })
+    const second = await store.page(first.last, 2)
+    t.equal(second.items, '{"id":4,"name":"D","age":3,"breed":"Siamese","toy":"ball"},{"id":5,"name":"E","age":3,"breed":"Siamese"}', 'the removed C is skipped; texts as stored')
+    t.equal(second.more, false, 'nothing follows the last cat')
+    t.ok(second.last > first.last, 'positions grow')
+    await store.create(cat('F'))
+    const third = await store.page(second.last, 2)
+    t.strictSame(JSON.parse(`[${third.items}]`).map((stored: StoredCat) => stored.name), ['F'], 'a cat created later follows')
+    t.strictSame(await store.page(third.last, 2), { items: '', last: third.last, more: false })
+    const whole = await store.page(0, 1000)
+    t.strictSame(JSON.parse(`[${whole.items}]`), copy(await store.list()), 'one big page is the list')
+  })
+
+  t.test('page reports more only when a live cat follows: removed ones at the end do not count', async (t) => {
+    const store = await openStore(t)
+    for (const name of ['A', 'B', 'C', 'D']) await store.create(cat(name))
+    await store.remove(4)
+    await store.remove(3)
+    const page = await store.page(0, 2)
+    t.equal(page.more, false)
+    t.strictSame(JSON.parse(`[${page.items}]`).map((stored: StoredCat) => stored.name), ['A', 'B'])
+  })
+
+  t.test('createOnce: the first request creates, a repeat replays the JSON as created and creates nothing', async (t) => {
+    const store = await openStore(t)
+    const request: IdempotentRequest = { scope: '', key: 'k-1', fingerprint: 'f' }
+    const first = await store.createOnce(cat('Tom'), request)
+    t.strictSame(first.replayed ? undefined : copy(first.cat), { id: 1, name: 'Tom', age: 3, breed: 'Siamese' })
+    await store.update(1, { toy: 'ball' })
+    const again = await store.createOnce(cat('Tom'), request)
+    t.strictSame(again, { replayed: true, json: '{"id":1,"name":"Tom","age":3,"breed":"Siamese"}' }, 'the answer as first sent, not the cat as it is now')
+    t.equal(await store.count(), 1)
+    await t.rejects(Promise.resolve().then(() => store.createOnce(cat('Other'), { ...request, fingerprint: 'g' })), IdempotencyKeyReusedError)
+    t.equal(await store.count(), 1, 'a reused key creates nothing')
+    const otherScope = await store.createOnce(cat('Tom'), { ...request, scope: 'user 2' })
+    t.equal(otherScope.replayed, false, 'keys of another scope are separate')
+    const otherKey = await store.createOnce(cat('Tom'), { ...request, key: 'k-2' })
+    t.equal(otherKey.replayed, false)
+    t.equal(await store.count(), 3)
+  })
+
+  t.test('createOnce: a key expires after its lifetime and then creates again', async (t) => {
+    let now = 1_000_000
+    const store = await openStore(t, NO_LIMITS, () => now)
+    const request: IdempotentRequest = { scope: '', key: 'k', fingerprint: 'f' }
+    await store.createOnce(cat('A'), request)
+    now += IDEMPOTENCY_KEY_TTL_MS - 1
+    t.equal((await store.createOnce(cat('A'), request)).replayed, true, 'just within the lifetime')
+    now += 1
+    const late = await store.createOnce(cat('B'), { ...request, fingerprint: 'g' })
+    t.equal(late.replayed, false, 'after the lifetime the key is new, whatever the body')
+    t.strictSame(await namesOf(store), ['A', 'B'])
+    t.equal((await store.createOnce(cat('B'), { ...request, fingerprint: 'g' })).replayed, true, 'and kept again')
+  })
+
+  t.test('createOnce: a full collection records no key, so the retry creates once there is room', async (t) => {
+    const store = await openStore(t, limits({ maxCats: 1 }))
+    await store.create(cat('A'))
+    const request: IdempotentRequest = { scope: '', key: 'k', fingerprint: 'f' }
+    await t.rejects(Promise.resolve().then(() => store.createOnce(cat('B'), request)), { name: 'CollectionFullError' })
+    await store.remove(1)
+    t.equal((await store.createOnce(cat('B'), request)).replayed, false)
+    t.strictSame(await namesOf(store), ['B'])
+  })
+
+  t.test('createOnce: 20 concurrent repeats of one key create one cat; each gets it or finds the first in progress', async (t) => {
+    const store = await openStore(t)
+    const request: IdempotentRequest = { scope: '', key: 'same', fingerprint: 'f' }
+    const outcomes = await Promise.allSettled(Array.from({ length: 20 }, () => Promise.resolve().then(() => store.createOnce(cat('Tom'), request))))
+    t.equal(await store.count(), 1)
+    for (const outcome of outcomes) {
+      if (outcome.status === 'rejected') t.type(outcome.reason, IdempotencyKeyInUseError)
+      else t.equal(outcome.value.replayed ? outcome.value.json : JSON.stringify(outcome.value.cat), '{"id":1,"name":"Tom","age":3,"breed":"Siamese"}')
+    }
+    t.equal(outcomes.filter((outcome) => outcome.status === 'fulfilled' && !outcome.value.replayed).length, 1, 'exactly one created')
+  })
+
   t.test('maxCats: a create past the limit fails with 507 and stores nothing', async (t) => {
     const store = await openStore(t, limits({ maxCats: 2 }))
     await store.create(cat('A'))
@@ -263,10 +349,10 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
 }
 
 /** Turns a schema factory into a store factory: migrate the fresh schema, then open the store on it. */
-const sqlStores = (openSchema: SchemaFactory): StoreFactory => async (t, storeLimits = NO_LIMITS) => {
+const sqlStores = (openSchema: SchemaFactory): StoreFactory => async (t, storeLimits = NO_LIMITS, now = Date.now) => {
   const client = await openSchema(t)
   await migrate(client)
-  return new SqlCatsStore(client, storeLimits)
+  return new SqlCatsStore(client, storeLimits, { now })
 }
 
 // Starting a PGlite takes seconds: both start now, while the memory suite runs.
@@ -278,8 +364,8 @@ t.teardown(async () => {
 })
 
 t.test('in-memory MemoryCatsStore', async (t) => {
-  contractSuite(t, async (t, storeLimits) => {
-    const store = new MemoryCatsStore(storeLimits)
+  contractSuite(t, async (t, storeLimits, now) => {
+    const store = new MemoryCatsStore(storeLimits, now)
     t.teardown(() => store.close())
     return store
   })

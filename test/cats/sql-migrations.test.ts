@@ -35,6 +35,7 @@ type SchemaFactory = (t: Test) => Promise<SqlClient>
 const freshSchemaName = (): string => `cats_test_${randomBytes(6).toString('hex')}`
 const tom = { name: 'Tom', age: 3, breed: 'Siamese' }
 const cats = { version: 1, name: 'cats' }
+const idempotencyKeys = { version: 2, name: 'idempotency-keys' }
 
 async function tableExists (client: SqlClient, table: string): Promise<boolean> {
   const [row] = await client.query<{ exists: boolean }>('SELECT to_regclass($1) IS NOT NULL AS exists', [table])
@@ -56,16 +57,16 @@ function migrationSuite (t: Test, openSchema: SchemaFactory): void {
     for (const name of ['A', 'B', 'C']) await store.create({ ...tom, name })
     await store.remove(2)
     await store.update(3, { toy: 'ball' })
-    const before = await store.listJson()
+    const before = (await store.page(0, 1000)).items
 
-    t.strictSame(await migrationStatus(client), [{ ...cats, appliedAt: undefined, known: true }], 'pending before')
+    t.strictSame(await migrationStatus(client), [{ ...cats, appliedAt: undefined, known: true }, { ...idempotencyKeys, appliedAt: undefined, known: true }], 'pending before')
     const since = Date.now()
-    t.strictSame(await migrate(client), [cats], 'migration 1 is recorded')
+    t.strictSame(await migrate(client), [cats, idempotencyKeys], 'the migrations are recorded')
     const [status] = await migrationStatus(client)
     t.match(status, { ...cats, known: true })
     ranRecently(t, status.appliedAt, since)
 
-    t.equal(await store.listJson(), before, 'every cat is kept, byte for byte')
+    t.equal((await store.page(0, 1000)).items, before, 'every cat is kept, byte for byte')
     t.equal(await store.count(), 2, 'the count row is kept')
     t.strictSame(await store.create({ ...tom, name: 'D' }), { id: 3, ...tom, name: 'D' }, 'ids go on from the kept count')
     t.strictSame(await migrate(client), [], 'a second run applies nothing')
@@ -73,16 +74,16 @@ function migrationSuite (t: Test, openSchema: SchemaFactory): void {
 
   t.test('an empty schema gets every migration; status before that changes nothing', async (t) => {
     const client = await openSchema(t)
-    t.strictSame(await migrationStatus(client), [{ ...cats, appliedAt: undefined, known: true }])
+    t.strictSame(await migrationStatus(client), [{ ...cats, appliedAt: undefined, known: true }, { ...idempotencyKeys, appliedAt: undefined, known: true }])
     t.equal(await tableExists(client, MIGRATIONS_TABLE), false, 'status creates no table')
     const since = Date.now()
-    t.strictSame(await migrate(client), [cats])
+    t.strictSame(await migrate(client), [cats, idempotencyKeys])
     const [status] = await migrationStatus(client)
     ranRecently(t, status.appliedAt, since)
     const store = new SqlCatsStore(client)
     t.strictSame(await store.create(tom), { id: 1, ...tom })
     const [{ count }] = await client.query<{ count: string }>(`SELECT count(*) FROM ${MIGRATIONS_TABLE} WHERE version > 0`)
-    t.equal(Number(count), 1)
+    t.equal(Number(count), 2)
   })
 
   t.test('a migration file changed after it ran stops the run, and the run changes nothing', async (t) => {
@@ -96,11 +97,12 @@ function migrationSuite (t: Test, openSchema: SchemaFactory): void {
   t.test('a version applied by a newer release shows in the status, and this release still starts', async (t) => {
     const client = await openSchema(t)
     await migrate(client)
-    await client.query(`INSERT INTO ${MIGRATIONS_TABLE} (version, name, md5, run_at) VALUES (2, 'later', 'x', now())`)
-    const [first, second] = await migrationStatus(client)
+    await client.query(`INSERT INTO ${MIGRATIONS_TABLE} (version, name, md5, run_at) VALUES (3, 'later', 'x', now())`)
+    const [first, second, third] = await migrationStatus(client)
     t.match(first, { ...cats, known: true })
-    t.match(second, { version: 2, name: 'later', known: false })
-    t.type(second.appliedAt, Date)
+    t.match(second, { ...idempotencyKeys, known: true })
+    t.match(third, { version: 3, name: 'later', known: false })
+    t.type(third.appliedAt, Date)
     t.strictSame(await migrate(client), [], 'nothing to apply, nothing undone')
   })
 }
@@ -168,9 +170,9 @@ if (serverUrl === undefined || serverUrl === '') {
         const url = await freshSchema(t)
         const [first, second] = await Promise.all([open(t, url), open(t, url)])
         const results = await Promise.all([migrate(first), migrate(second)])
-        t.strictSame(results.map((applied) => applied.length).sort(), [0, 1], `round ${round}: one instance applied it, the other found it done`)
+        t.strictSame(results.map((applied) => applied.length).sort(), [0, 2], `round ${round}: one instance applied them, the other found them done`)
         const rows = await first.query<{ version: number }>(`SELECT version::integer AS version FROM ${MIGRATIONS_TABLE} WHERE version > 0`)
-        t.strictSame(rows, [{ version: 1 }], `round ${round}: recorded once`)
+        t.strictSame(rows, [{ version: 1 }, { version: 2 }], `round ${round}: each recorded once`)
         t.equal(await new SqlCatsStore(second).count(), 0)
       }
     })

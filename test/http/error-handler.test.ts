@@ -5,7 +5,7 @@ import {
   InvalidCredentials, InvalidRequest, LoginLimiterUnavailable, StoreUnavailable, TooManyLoginAttempts
 } from '../../src/http/errors.js'
 import { invalidRequest } from '../../src/http/validation-issues.js'
-import { CatTooLargeError, CollectionFullError, StoreUnavailableError } from '../../src/cats/store-errors.js'
+import { CatTooLargeError, CollectionFullError, IdempotencyKeyInUseError, IdempotencyKeyReusedError, StoreUnavailableError } from '../../src/cats/store-errors.js'
 
 /** What the fake request's logger was given. */
 interface LogEntry {
@@ -169,6 +169,14 @@ t.test('the stores\' domain errors get their HTTP meaning here', async (t) => {
   t.strictSame(down.reply.sentHeaders, { 'retry-after': '5' })
   t.strictSame(down.logged, [], 'a 503 the service chose is not logged per request (the outage is logged where it is tracked)')
   t.equal(new StoreUnavailable({ cause }).cause, cause)
+  const inProgress = handle(new IdempotencyKeyInUseError())
+  t.strictSame(inProgress.reply.payload, {
+    statusCode: 409, error: 'Conflict', message: 'A request with this Idempotency-Key is still in progress; retry shortly', code: 'CATS_ERR_IDEMPOTENCY_KEY_IN_USE'
+  })
+  t.strictSame(inProgress.reply.sentHeaders, { 'retry-after': '1' })
+  t.strictSame(handle(new IdempotencyKeyReusedError()).reply.payload, {
+    statusCode: 422, error: 'Unprocessable Entity', message: 'This Idempotency-Key was used with a different request body', code: 'CATS_ERR_IDEMPOTENCY_KEY_REUSED'
+  })
 })
 
 t.test('a 5xx hides its message and the real error is logged', async (t) => {

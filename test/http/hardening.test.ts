@@ -42,7 +42,7 @@ t.test('TRUST_PROXY: behind a proxy the client address comes from X-Forwarded-Fo
 })
 
 t.test('password hashing: /profile keeps answering while many logins are in flight', async (t) => {
-  const app = await build(t, { HASH_CONCURRENCY: 1, HASH_QUEUE_MAX: 100 })
+  const app = await build(t, { HASH_CONCURRENCY: 1, HASH_QUEUE_MAX: 100, HASH_QUEUE_WAIT_MS: 120_000 })
   let loginsDone = 0
   const logins = Array.from({ length: 12 }, () => login(app, 'john', 'changeme').then((res) => {
     loginsDone++
