@@ -13,8 +13,17 @@ export const TEST_SECRET = 'test-secret-that-is-at-least-32-characters-long'
 export const testConfig: ConfigInput = { JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'silent', LOGIN_RATE_LIMIT_MAX: 1000 }
 
 /**
- * A fresh, ready app that the caller closes. Wrapped in fp here (tests only)
- * so that decorators such as app.catsStore and app.jwt are reachable. The long plugin
+ * The service without its encapsulation (tests only), so that decorators such as
+ * app.catsStore and app.jwt are reachable. A wrapper, never `fp(serviceApp)`:
+ * fastify-plugin marks the very function it is given, and a service marked so
+ * ignores the `prefix` of every later registration in the same process.
+ */
+const unencapsulatedService = fp(async (fastify, opts: AppOptions) => {
+  await serviceApp(fastify, opts)
+})
+
+/**
+ * A fresh, ready app that the caller closes, built on `unencapsulatedService`. The long plugin
  * timeout is for PGlite, whose start can exceed Fastify's 10 s on a busy machine.
  * Every `app.inject` response is checked against the app's own OpenAPI
  * document: one that does not match it rejects, so the test fails.
@@ -25,7 +34,7 @@ export async function createApp (config: Partial<ConfigInput> = {}, options: Omi
   app.addHook('onSend', async (request) => {
     if (request.routeOptions.url !== undefined) routeOf.set(request.raw, request.routeOptions.url)
   })
-  await app.register(fp(serviceApp), { config: { ...testConfig, ...config }, ...options })
+  await app.register(unencapsulatedService, { config: { ...testConfig, ...config }, ...options })
   await app.ready()
 
   const check = openapiResponseChecker(app.swagger())
