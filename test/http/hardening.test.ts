@@ -1,4 +1,5 @@
 import t, { type Test } from 'tap'
+import { createSigner } from 'fast-jwt'
 import Fastify, { type FastifyInstance } from 'fastify'
 import serviceApp from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
@@ -186,7 +187,8 @@ t.test('request ids: a malformed or missing x-request-id is replaced by a UUID',
 
 t.test('errors and logs: a 5xx is logged with its request id and answered generically', async (t) => {
   const { app, logs } = await withCapturedLogs(t)
-  const token = app.jwt.sign({ sub: 1, username: 'crash' })
+  // Signed here: the service is registered encapsulated, so app.jwt is not reachable.
+  const token = createSigner({ key: TEST_SECRET, algorithm: 'HS256', expiresIn: 60_000 })({ sub: 1, username: 'crash' })
   const res = await app.inject({ url: '/profile', headers: { ...bearer(token), 'x-request-id': 'req-500' } })
   t.equal(res.statusCode, 500)
   t.equal(res.json().message, 'An internal error occurred')
