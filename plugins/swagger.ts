@@ -28,8 +28,8 @@ export default fp(async (fastify) => {
         }
       }
     },
-    // Components are named after the shared schemas' $id (Cat, StoredCat, Error, ...).
-    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => typeof json.$id === 'string' ? json.$id : `def-${i}` },
+    // Components are named after the shared schemas' $id (Cat, StoredCat, Error, ...); addSchema requires one.
+    refResolver: { buildLocalReference: (json) => String(json.$id) },
     transform: ({ schema, url }) => ({ schema: documentParams(schema), url }),
     transformObject: documentRequestBodies
   })

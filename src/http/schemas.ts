@@ -66,7 +66,7 @@ export const integerTextDocument = (description: string | undefined): Record<str
   type: 'integer',
   minimum: -999_999_999_999_999,
   maximum: 999_999_999_999_999,
-  ...(description === undefined ? {} : { description })
+  description
 })
 
 /** OpenAPI security requirement of the routes behind the token guard. */
