@@ -5,6 +5,7 @@ import { HashQueue } from '../src/auth/hash-queue.js'
 import { MemoryCatsStore } from '../src/cats/memory-cats-store.js'
 import { DEMO_USERS } from '../src/auth/demo-users.js'
 import { findMergeProblems } from '../src/cats/merge-safety.js'
+import { TEXT_CONTENT_TYPE } from '../src/cats/schemas.js'
 import { UserStore } from '../src/auth/users.js'
 import type { Identity } from '../src/auth/schemas.js'
 import { errorBody } from '../src/http/error-body.js'
@@ -56,9 +57,9 @@ function sendJson (res: ServerResponse, status: number, value: unknown, headers:
   res.end(payload)
 }
 
-/** A handler that returned nothing: 200 with an empty body, as the service answers. */
+/** No cat has the id: 200 with an empty text/plain body, as the service answers. */
 function sendEmpty (res: ServerResponse): void {
-  res.writeHead(200, { 'content-length': 0 })
+  res.writeHead(200, { 'content-type': TEXT_CONTENT_TYPE, 'content-length': 0 })
   res.end()
 }
 

@@ -1,6 +1,7 @@
 import fp from 'fastify-plugin'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
+import { documentParams, documentRequestBodies } from '../src/http/openapi-document.js'
 
 /** OpenAPI 3.1 built from the route schemas; JSON at /docs/json, UI at /docs unless DOCS_ENABLED=false. */
 export default fp(async (fastify) => {
@@ -10,19 +11,27 @@ export default fp(async (fastify) => {
       info: {
         title: 'Cats API',
         description: 'Log in for a bearer token, read your profile, and manage a collection of cats.',
-        version: '1.0.0'
+        version: '1.0.0',
+        license: { name: 'MIT', identifier: 'MIT' }
       },
+      // Relative to where the document is served: the prefix a host registers the service under, if any.
+      servers: [{ url: fastify.prefix === '' ? '/' : fastify.prefix, description: 'This server' }],
       tags: [
         { name: 'auth', description: 'Access tokens' },
         { name: 'profile', description: 'The authenticated user' },
-        { name: 'cats', description: 'The cat collection' }
+        { name: 'cats', description: 'The cat collection' },
+        { name: 'health', description: 'Liveness and readiness probes' }
       ],
       components: {
         securitySchemes: {
           bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }
         }
       }
-    }
+    },
+    // Components are named after the shared schemas' $id (Cat, StoredCat, Error, ...); addSchema requires one.
+    refResolver: { buildLocalReference: (json) => String(json.$id) },
+    transform: ({ schema, url }) => ({ schema: documentParams(schema), url }),
+    transformObject: documentRequestBodies
   })
   if (fastify.config.DOCS_ENABLED) {
     await fastify.register(swaggerUi, {

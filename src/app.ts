@@ -4,6 +4,7 @@ import type { FastifyPluginAsync } from 'fastify'
 import type { AppOptions } from './app-options.js'
 import { createValidatorCompiler } from './http/validator-compiler.js'
 import { errorHandler, notFoundHandler } from './http/error-handler.js'
+import { sharedSchemas } from './http/shared-schemas.js'
 
 export type { AppOptions }
 
@@ -14,7 +15,8 @@ const root = join(import.meta.dirname, '..')
  * it, usually under a prefix; its validator, error handling and hooks stay inside.
  */
 const app: FastifyPluginAsync<AppOptions> = async (fastify, opts) => {
-  fastify.setValidatorCompiler(createValidatorCompiler())
+  fastify.setValidatorCompiler(createValidatorCompiler(sharedSchemas))
+  for (const schema of sharedSchemas) fastify.addSchema(schema)
   fastify.setErrorHandler(errorHandler)
   fastify.setNotFoundHandler(notFoundHandler)
   // Without a text parser, a text/plain body is a 415 instead of reaching validation.

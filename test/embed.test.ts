@@ -1,7 +1,7 @@
 import t from 'tap'
 import Fastify from 'fastify'
 import serviceApp from '../src/app.js'
-import { testConfig } from './support/app.js'
+import { build, testConfig } from './support/app.js'
 
 t.test('the service registers into a host app under a prefix without leaking', async (t) => {
   const host = Fastify({ pluginTimeout: 60_000 }) // generous: a loaded machine compiles the plugin slowly
@@ -46,4 +46,15 @@ t.test('two embedded instances keep separate state', async (t) => {
   await host.inject({ method: 'POST', url: '/a/cats', payload: { name: 'Tom', age: 3, breed: 'x' } })
   t.equal((await host.inject('/a/cats')).json().length, 1)
   t.strictSame((await host.inject('/b/cats')).json(), [])
+})
+
+t.test('building a test app leaves the exported plugin encapsulated, so a later prefix still applies', async (t) => {
+  const app = await build(t)
+  t.equal((await app.inject('/cats')).statusCode, 200)
+  const host = Fastify()
+  t.teardown(() => host.close())
+  await host.register(serviceApp, { prefix: '/api', config: testConfig })
+  t.equal((await host.inject('/api/cats')).statusCode, 200)
+  t.equal((await host.inject('/cats')).statusCode, 404)
+  t.equal(host.hasDecorator('catsStore'), false)
 })

@@ -1,6 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { LoginBody, LoginReply } from '../../src/auth/schemas.js'
-import { ErrorReply } from '../../src/http/schemas.js'
+import { NO_SECURITY, ref } from '../../src/http/schemas.js'
+import {
+  badRequest, bodyTooLarge, invalidCredentials, loginUnavailable, tooManyLoginAttempts, unsupportedMediaType
+} from '../../src/http/error-responses.js'
 import { durationToSeconds } from '../../src/config.js'
 import { InvalidCredentials } from '../../src/http/errors.js'
 import { loginLimits } from '../../src/auth/login-limits.js'
@@ -21,9 +24,19 @@ const login: FastifyPluginAsyncTypebox = async (fastify) => {
     onResponse: fastify.metrics?.countLogin ?? [],
     schema: {
       tags: ['auth'],
+      operationId: 'login',
       summary: 'Exchange a username and password for an access token',
-      body: LoginBody,
-      response: { 200: LoginReply, 400: ErrorReply, 401: ErrorReply, 413: ErrorReply, 415: ErrorReply, 429: ErrorReply, 503: ErrorReply }
+      security: NO_SECURITY,
+      body: ref(LoginBody),
+      response: {
+        200: ref(LoginReply, { description: 'Logged in: a bearer token and its lifetime' }),
+        400: badRequest('The body is not JSON, or a field is missing or empty', 'body.username', 'must NOT have fewer than 1 characters'),
+        401: invalidCredentials,
+        413: bodyTooLarge,
+        415: unsupportedMediaType,
+        429: tooManyLoginAttempts,
+        503: loginUnavailable
+      }
     }
   }, async (request, reply) => {
     const { username, password } = request.body

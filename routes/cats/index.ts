@@ -1,11 +1,17 @@
 import { createHash } from 'node:crypto'
 import { getHeapStatistics } from 'node:v8'
+import type { FastifyReply } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import {
-  CatIdParams, CatReply, CreateCatBody, CreateCatHeaders, DeleteReply, JSON_CONTENT_TYPE, JsonText, ListCatsQuery, StoredCat, StoredCatList, UpdateCatBody
+  CatIdParams, CatReply, CreateCatBody, CreateCatHeaders, DeleteReply, JSON_CONTENT_TYPE, JsonText, ListCatsQuery, StoredCat, StoredCatList,
+  TEXT_CONTENT_TYPE, UpdateCatBody, catOrNothing
 } from '../../src/cats/schemas.js'
 import { LIST_CHUNK, decodeCursor, encodeCursor, wholeListJson } from '../../src/cats/list-paging.js'
-import { BEARER_SECURITY, ErrorReply } from '../../src/http/schemas.js'
+import { BEARER_SECURITY, INTEGER_TEXT_PATTERN, NO_SECURITY, ref } from '../../src/http/schemas.js'
+import {
+  badRequest, catTooLarge, bodyTooLarge, idempotencyKeyInUse, idempotencyKeyReused, insufficientStorage, storeUnavailable, unauthorized,
+  unsupportedMediaType
+} from '../../src/http/error-responses.js'
 import { LowMemory } from '../../src/http/errors.js'
 import { invalidRequest } from '../../src/http/validation-issues.js'
 import { writesAllowed } from '../../src/cats/memory-guard.js'
@@ -16,9 +22,15 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
   // Public by default; CATS_AUTH=required puts the token guard on every route here.
   const guarded = CATS_AUTH === 'required'
   const guard = guarded ? { onRequest: fastify.authenticate } : {}
-  const security = guarded ? { security: BEARER_SECURITY } : {}
-  const authErrors = guarded ? { 401: ErrorReply } : {}
+  const security = { security: guarded ? BEARER_SECURITY : NO_SECURITY }
+  const authErrors = guarded ? { 401: unauthorized } : {}
+  const badId = badRequest('The id is not an integer in decimal digits', 'params.id', `must match pattern "${INTEGER_TEXT_PATTERN}"`)
   const catId = (params: CatIdParams): number => Number(params.id)
+  // No cat has the id: an empty 200, as text/plain so that no client parses it as a cat.
+  const noCat = (reply: FastifyReply): string => {
+    reply.type(TEXT_CONTENT_TYPE)
+    return ''
+  }
 
   // heapUsed is under-pressure's once-a-second sample, so the check costs nothing per request.
   const canWrite = writesAllowed(getHeapStatistics().heap_size_limit, WRITE_HEAP_RATIO, () => fastify.memoryUsage().heapUsed)
@@ -30,12 +42,21 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
     ...guard,
     schema: {
       tags: ['cats'],
+      operationId: 'createCat',
       summary: 'Create a cat',
       ...security,
       headers: CreateCatHeaders,
-      body: CreateCatBody,
+      body: ref(CreateCatBody),
       response: {
-        201: CatReply, 400: ErrorReply, ...authErrors, 409: ErrorReply, 413: ErrorReply, 415: ErrorReply, 422: ErrorReply, 503: ErrorReply, 507: ErrorReply
+        201: ref(CatReply, { description: 'The cat as created, with its new id (or, for a repeated Idempotency-Key, the first answer replayed)' }),
+        400: badRequest('The body is not JSON, a field is missing or of the wrong type, or the Idempotency-Key is malformed', 'body.age', 'must be integer'),
+        ...authErrors,
+        409: idempotencyKeyInUse,
+        413: bodyTooLarge,
+        415: unsupportedMediaType,
+        422: idempotencyKeyReused,
+        503: storeUnavailable,
+        507: insufficientStorage
       }
     }
   }, async (request, reply) => {
@@ -61,10 +82,16 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
     ...guard,
     schema: {
       tags: ['cats'],
+      operationId: 'listCats',
       summary: 'List the cats in creation order: all of them, or a page with limit and after',
       ...security,
       querystring: ListCatsQuery,
-      response: { 200: JsonText(StoredCatList), 400: ErrorReply, ...authErrors, 503: ErrorReply }
+      response: {
+        200: JsonText(StoredCatList),
+        400: badRequest('limit is not an integer from 1 to 1000, or after is not a cursor from a Link header', 'querystring.limit', 'must be <= 1000'),
+        ...authErrors,
+        503: storeUnavailable
+      }
     }
   }, async (request, reply) => {
     const { limit, after } = request.query
@@ -85,14 +112,15 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
     ...guard,
     schema: {
       tags: ['cats'],
+      operationId: 'getCat',
       summary: 'Read one cat (an empty 200 when no cat has this id)',
       ...security,
       params: CatIdParams,
-      response: { 200: JsonText(StoredCat), 400: ErrorReply, ...authErrors, 503: ErrorReply }
+      response: { 200: catOrNothing('The cat, or an empty text/plain body when no cat has this id', JsonText(ref(StoredCat))), 400: badId, ...authErrors, 503: storeUnavailable }
     }
   }, async (request, reply) => {
     const json = await fastify.catsStore.findJson(catId(request.params))
-    if (json === undefined) return
+    if (json === undefined) return noCat(reply)
     reply.type(JSON_CONTENT_TYPE)
     return json
   })
@@ -101,27 +129,45 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
     ...guard,
     schema: {
       tags: ['cats'],
+      operationId: 'updateCat',
       summary: 'Merge fields into a cat (an empty 200 when no cat has this id)',
       ...security,
       params: CatIdParams,
       body: UpdateCatBody,
-      response: { 200: StoredCat, 400: ErrorReply, ...authErrors, 413: ErrorReply, 415: ErrorReply, 503: ErrorReply, 507: ErrorReply }
+      response: {
+        200: catOrNothing('The whole cat after the merge, or an empty text/plain body when no cat has this id', ref(StoredCat)),
+        400: badRequest('The id or the body is invalid: not a JSON object, a reserved key such as __proto__, or nested too deep',
+          'params.id', `must match pattern "${INTEGER_TEXT_PATTERN}"`),
+        ...authErrors,
+        413: catTooLarge,
+        415: unsupportedMediaType,
+        503: storeUnavailable,
+        507: insufficientStorage
+      }
     }
-  }, async (request) => {
+  }, async (request, reply) => {
     const problems = findMergeProblems(request.body)
     if (problems.length > 0) throw invalidRequest('body', problems)
     assertMemoryForWrites()
-    return fastify.catsStore.update(catId(request.params), request.body)
+    const cat = await fastify.catsStore.update(catId(request.params), request.body)
+    if (cat === undefined) return noCat(reply)
+    return cat
   })
 
   fastify.delete('/:id', {
     ...guard,
     schema: {
       tags: ['cats'],
+      operationId: 'deleteCat',
       summary: 'Delete the earliest created cat with this id',
       ...security,
       params: CatIdParams,
-      response: { 200: DeleteReply, 400: ErrorReply, ...authErrors, 503: ErrorReply }
+      response: {
+        200: ref(DeleteReply, { description: 'Deleted, or there was no cat with this id' }),
+        400: badId,
+        ...authErrors,
+        503: storeUnavailable
+      }
     }
   }, async (request) => {
     await fastify.catsStore.remove(catId(request.params))

@@ -1,8 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
+import { NO_SECURITY } from '../../src/http/schemas.js'
 
-const Liveness = Type.Object({ status: Type.Literal('ok') })
-const Readiness = Type.Object({ ready: Type.Boolean(), reason: Type.Optional(Type.String()) })
+const Liveness = Type.Object({ status: Type.Literal('ok') }, { description: 'The process is up' })
+const Readiness = Type.Object({
+  ready: Type.Boolean(),
+  reason: Type.Optional(Type.String({ description: 'Why the service is not ready', examples: ['database unavailable'] }))
+})
 
 // Health checks answer even under pressure: they report it instead of being shed.
 const notShed = { pressureHandler: () => undefined }
@@ -10,7 +14,7 @@ const notShed = { pressureHandler: () => undefined }
 const health: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('', {
     config: notShed,
-    schema: { tags: ['health'], summary: 'Liveness: the process is up', response: { 200: Liveness } }
+    schema: { tags: ['health'], operationId: 'getHealth', summary: 'Liveness: the process is up', security: NO_SECURITY, response: { 200: Liveness } }
   }, async () => ({ status: 'ok' as const }))
 
   fastify.get('/ready', {
@@ -18,8 +22,13 @@ const health: FastifyPluginAsyncTypebox = async (fastify) => {
     config: { ...notShed, readiness: true },
     schema: {
       tags: ['health'],
-      summary: 'Readiness: false while overloaded, or while the database or Redis (when configured) cannot be used; the reason names them',
-      response: { 200: Readiness, 503: Readiness }
+      operationId: 'getReadiness',
+      summary: 'Readiness: false while overloaded, shutting down, or while the database or Redis (when configured) cannot be used; the reason names them',
+      security: NO_SECURITY,
+      response: {
+        200: Type.Object(Readiness.properties, { description: 'Ready to serve' }),
+        503: Type.Object(Readiness.properties, { description: 'Not ready: overloaded, shutting down, or the database or Redis cannot be used' })
+      }
     }
   }, async (_request, reply) => {
     if (fastify.isUnderPressure()) {

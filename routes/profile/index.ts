@@ -1,15 +1,17 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Identity } from '../../src/auth/schemas.js'
-import { BEARER_SECURITY, ErrorReply } from '../../src/http/schemas.js'
+import { BEARER_SECURITY, ref } from '../../src/http/schemas.js'
+import { overloaded, unauthorized } from '../../src/http/error-responses.js'
 
 const profile: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('', {
     onRequest: fastify.authenticate,
     schema: {
       tags: ['profile'],
+      operationId: 'getProfile',
       summary: 'The identity carried by the access token',
       security: BEARER_SECURITY,
-      response: { 200: Identity, 401: ErrorReply }
+      response: { 200: ref(Identity, { description: 'The user the token was issued to' }), 401: unauthorized, 503: overloaded }
     }
   }, async (request) => request.user)
 }

@@ -3,14 +3,20 @@ import { Type, type Static } from '@sinclair/typebox'
 export const LoginBody = Type.Object({
   username: Type.String({ minLength: 1, maxLength: 128 }),
   password: Type.String({ minLength: 1, maxLength: 1024 })
-}, { additionalProperties: false, examples: [{ username: 'john', password: 'changeme' }] })
+}, {
+  $id: 'LoginRequest',
+  // Extra fields are removed by the validator; the OpenAPI document leaves this keyword out.
+  additionalProperties: false,
+  description: 'Credentials; other fields are accepted and ignored',
+  examples: [{ username: 'john', password: 'changeme' }]
+})
 export type LoginBody = Static<typeof LoginBody>
 
 export const LoginReply = Type.Object({
   access_token: Type.String({ description: 'Signed JWT (HS256)' }),
   token_type: Type.Literal('Bearer'),
   expires_in: Type.Integer({ description: 'Lifetime of the token in seconds' })
-})
+}, { $id: 'LoginResponse', description: 'An access token for the Authorization header (`Bearer <token>`)' })
 export type LoginReply = Static<typeof LoginReply>
 
 export const UserId = Type.Union([Type.Integer(), Type.String({ minLength: 1 })], { description: 'The user id (the token\'s sub)' })
@@ -31,5 +37,5 @@ export type VerifiedClaims = Static<typeof VerifiedClaims>
 export const Identity = Type.Object({
   userId: UserId,
   username: Type.String()
-})
+}, { $id: 'Identity', description: 'The user the access token was issued to' })
 export type Identity = Static<typeof Identity>

@@ -1,4 +1,5 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox'
+import { IntegerText, ref } from '../http/schemas.js'
 
 const catFields = {
   name: Type.String({ examples: ['Tom'] }),
@@ -6,25 +7,52 @@ const catFields = {
   breed: Type.String({ examples: ['Siamese'] })
 }
 
-/** POST /cats body: unknown fields are removed before the handler runs. */
-export const CreateCatBody = Type.Object(catFields, { additionalProperties: false })
+/**
+ * POST /cats body: unknown fields are removed before the handler runs
+ * (`additionalProperties: false` with the validator's removeAdditional). The
+ * OpenAPI document leaves that keyword out, since such fields are accepted.
+ */
+export const CreateCatBody = Type.Object(catFields, {
+  $id: 'NewCat',
+  additionalProperties: false,
+  description: 'A cat to create; other fields are accepted and ignored',
+  examples: [{ name: 'Tom', age: 3, breed: 'Siamese' }]
+})
 export type CreateCatBody = Static<typeof CreateCatBody>
 
 /** A cat as created: exactly id plus the three declared fields. */
-export const CatReply = Type.Object({ id: Type.Integer(), ...catFields })
+export const CatReply = Type.Object({ id: Type.Integer({ description: 'Assigned by the service' }), ...catFields }, {
+  $id: 'Cat',
+  additionalProperties: false,
+  description: 'A cat as created: its id and the three fields it was created with'
+})
 export type CatReply = Static<typeof CatReply>
 
+/** A field a stored cat always has: as created, unless a PUT replaced it with any JSON value. */
+const mergedField = (created: string, example: unknown) => Type.Unknown({
+  description: `${created} when created; a PUT may have replaced it with any JSON value (never removed)`,
+  examples: [example]
+})
+
 /**
- * A cat as stored. PUT merges any fields without type checks, so beyond `id`
- * a stored value can be any JSON value; the schema must not coerce them.
+ * A cat as stored. `id`, `name`, `age` and `breed` are always present: a merge
+ * never removes a key and never changes `id`. PUT merges without type checks, so
+ * a stored `name`, `age` or `breed` may hold any JSON value (`null` included);
+ * a client checks the type before use. Any other merged field is kept as sent.
  */
-export const StoredCat = Type.Object({ id: Type.Integer() }, {
+export const StoredCat = Type.Object({
+  id: Type.Integer({ description: 'Assigned by the service; never changes' }),
+  name: mergedField('A string', 'Tom'),
+  age: mergedField('An integer', 3),
+  breed: mergedField('A string', 'Siamese')
+}, {
+  $id: 'StoredCat',
   additionalProperties: true,
-  description: 'A stored cat: id plus name, age, breed as created, and any fields merged by PUT, as sent'
+  description: 'A stored cat: id, name, age and breed, and any fields merged by PUT, as sent'
 })
 export type StoredCat = Static<typeof StoredCat> & Record<string, unknown>
 
-export const StoredCatList = Type.Array(StoredCat)
+export const StoredCatList = Type.Array(ref(StoredCat), { description: 'Every cat, in creation order' })
 
 /** PUT /cats/:id body: any JSON object, merged shallowly. */
 export const UpdateCatBody = Type.Record(Type.String(), Type.Unknown(), {
@@ -33,7 +61,7 @@ export const UpdateCatBody = Type.Record(Type.String(), Type.Unknown(), {
 export type UpdateCatBody = Static<typeof UpdateCatBody>
 
 export const CatIdParams = Type.Object({
-  id: Type.String({ pattern: '^-?[0-9]{1,15}$', description: 'Cat id: an integer in decimal digits' })
+  id: IntegerText('The cat id: an integer in decimal digits')
 })
 export type CatIdParams = Static<typeof CatIdParams>
 
@@ -53,7 +81,10 @@ export const ListCatsQuery = Type.Object({
 })
 export type ListCatsQuery = Static<typeof ListCatsQuery>
 
-export const DeleteReply = Type.Object({ deleted: Type.Literal(true) })
+export const DeleteReply = Type.Object({ deleted: Type.Literal(true) }, {
+  $id: 'DeleteResult',
+  description: 'Sent whether or not a cat had this id'
+})
 export type DeleteReply = Static<typeof DeleteReply>
 
 /**
@@ -63,3 +94,19 @@ export type DeleteReply = Static<typeof DeleteReply>
  */
 export const JsonText = <T extends TSchema>(schema: T) => Type.Unsafe<string>(schema)
 export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8'
+export const TEXT_CONTENT_TYPE = 'text/plain; charset=utf-8'
+
+/**
+ * A 200 that is either the cat (JSON) or, when no cat has the id, an empty
+ * body sent as text/plain. Two media types keep the empty case out of the cat's
+ * schema: a generated client sees `StoredCat | string` (openapi-fetch gives
+ * `undefined` for the empty body) and must check for an object before reading
+ * a field.
+ */
+export const catOrNothing = <T extends TSchema>(description: string, cat: T) => ({
+  description,
+  content: {
+    'application/json': { schema: cat },
+    'text/plain': { schema: Type.String({ maxLength: 0, description: 'Empty: no cat has this id' }) }
+  }
+})

@@ -1,20 +1,76 @@
-import { Type, type Static } from '@sinclair/typebox'
+import { STATUS_CODES } from 'node:http'
+import { Type, type Static, type TSchema, type TUnsafe } from '@sinclair/typebox'
+
+/**
+ * A reference to a shared schema (one with an `$id`, registered once with
+ * `fastify.addSchema`) that keeps the referenced schema's static type, so
+ * handlers are typed through the reference. The OpenAPI document names a
+ * component after the `$id`.
+ */
+export const ref = <T extends TSchema>(schema: T, options: Record<string, unknown> = {}): TUnsafe<Static<T>> =>
+  Type.Unsafe<Static<T>>(Type.Ref(String(schema.$id), options))
 
 export const ValidationIssue = Type.Object({
   field: Type.String({ description: 'Where the value is, e.g. body.age or params.id' }),
   message: Type.String({ description: 'Why it was rejected' })
-})
+}, { $id: 'ValidationIssue', description: 'One field that failed validation' })
 export type ValidationIssue = Static<typeof ValidationIssue>
 
 /** The one error shape of the service. */
 export const ErrorReply = Type.Object({
-  statusCode: Type.Integer({ examples: [400] }),
-  error: Type.String({ description: 'HTTP reason phrase', examples: ['Bad Request'] }),
-  message: Type.String(),
-  code: Type.String({ description: 'Stable error code (see the README)', examples: ['FST_ERR_VALIDATION'] }),
-  validation: Type.Optional(Type.Array(ValidationIssue, { description: 'One entry for every failing field' }))
-}, { title: 'ErrorReply' })
+  statusCode: Type.Integer({ description: 'The HTTP status' }),
+  error: Type.String({ description: 'HTTP reason phrase' }),
+  message: Type.String({ description: 'What went wrong, for people; branch on `code`' }),
+  code: Type.String({ description: 'Stable error code (listed in the README)' }),
+  validation: Type.Optional(Type.Array(ref(ValidationIssue), { description: 'One entry for every failing field' }))
+}, { $id: 'Error', description: 'The error body of every failed request' })
 export type ErrorReply = Static<typeof ErrorReply>
+
+/** What an error response of one status documents: why it happens, and an example body with its code. */
+export interface ErrorExample {
+  code: string
+  message: string
+  validation?: ValidationIssue[]
+}
+
+/**
+ * The response schema of one error status: the shared error body with a real
+ * description and examples of that status (never a 400 body under a 401).
+ */
+export function errorResponse (statusCode: number, description: string, examples: ErrorExample[]) {
+  const error = String(STATUS_CODES[statusCode])
+  const bodies = examples.map(({ code, message, validation }): ErrorReply =>
+    validation === undefined ? { statusCode, error, message, code } : { statusCode, error, message, code, validation })
+  return {
+    description,
+    content: {
+      'application/json': {
+        schema: ref(ErrorReply),
+        examples: Object.fromEntries(bodies.map((body) => [body.code, { summary: body.message, value: body }]))
+      }
+    }
+  }
+}
+
+/**
+ * An integer written in decimal digits, optionally negative: the wire rule for
+ * ids in a path. The OpenAPI document shows it as what a client sends, an
+ * integer (see `integerTextDocument`), while validation keeps the pattern, so
+ * `1e1`, `0x10` or ` 1` are still refused.
+ */
+export const INTEGER_TEXT_PATTERN = '^-?[0-9]{1,15}$'
+export const IntegerText = (description: string) => Type.String({ pattern: INTEGER_TEXT_PATTERN, description })
+
+/** The document form of an `IntegerText`: at most 15 digits either side of zero. */
+export const integerTextDocument = (description: string | undefined): Record<string, unknown> => ({
+  type: 'integer',
+  minimum: -999_999_999_999_999,
+  maximum: 999_999_999_999_999,
+  description
+})
 
 /** OpenAPI security requirement of the routes behind the token guard. */
 export const BEARER_SECURITY = [{ bearerAuth: [] }]
+
+/** OpenAPI security requirement of the routes anyone may call. */
+export const NO_SECURITY = []

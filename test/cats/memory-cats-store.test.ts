@@ -41,7 +41,7 @@ t.test('list returns a new array each time; changing it does not change the repo
   const cats = repositoryWith(2)
   const listed = cats.list()
   listed.pop()
-  listed.push({ id: 9 })
+  listed.push({ id: 9, name: 'cat9', age: 1, breed: 'Tabby' })
   t.equal(cats.size, 2)
   t.strictSame(names(cats), ['cat1', 'cat2'])
   t.not(cats.list(), cats.list())

@@ -7,7 +7,12 @@ interface Operation {
   tags?: string[]
   summary?: string
   security?: unknown
-  responses: Record<string, unknown>
+  responses: Record<string, Response>
+}
+
+interface Response {
+  description: string
+  content: Record<string, { examples?: Record<string, { value: { statusCode: number, code: string } }> }>
 }
 
 t.test('OpenAPI 3.1 at /docs/json documents every route, status and the bearer scheme', async (t) => {
@@ -23,16 +28,20 @@ t.test('OpenAPI 3.1 at /docs/json documents every route, status and the bearer s
   t.strictSame(Object.keys(op('/cats', 'post').responses).sort(), ['201', '400', '409', '413', '415', '422', '503', '507'])
   t.strictSame(Object.keys(op('/cats/{id}', 'get').responses).sort(), ['200', '400', '503'])
   t.strictSame(op('/profile', 'get').security, [{ bearerAuth: [] }], '/profile is marked as guarded')
-  t.equal(op('/cats', 'get').security, undefined, 'public cats routes carry no security requirement')
+  t.strictSame(op('/cats', 'get').security, [], 'public cats routes declare that they need no token')
   for (const [path, methods] of Object.entries<Record<string, Operation>>(doc.paths)) {
     for (const [method, operation] of Object.entries(methods)) {
       t.ok(operation.tags !== undefined && operation.tags.length > 0, `${method} ${path} has tags`)
       t.ok(operation.summary, `${method} ${path} has a summary`)
     }
   }
-  const body = doc.paths['/cats'].post.requestBody.content['application/json'].schema
+  t.strictSame(doc.paths['/cats'].post.requestBody.content['application/json'].schema, { $ref: '#/components/schemas/NewCat' })
+  const body = doc.components.schemas.NewCat
   t.strictSame(body.required, ['name', 'age', 'breed'])
   t.equal(body.properties.age.type, 'integer')
+  t.equal(body.additionalProperties, undefined, 'extra fields are dropped, not refused, so the document does not forbid them')
+  t.equal(doc.components.schemas.LoginRequest.additionalProperties, undefined)
+  t.equal(doc.components.schemas.Cat.additionalProperties, false, 'response schemas keep it: the serializer sends nothing else')
 })
 
 t.test('OpenAPI marks every cats route as guarded when CATS_AUTH=required', async (t) => {
@@ -52,6 +61,71 @@ t.test('the docs UI is served at /docs', async (t) => {
   const res = await app.inject('/docs/')
   t.equal(res.statusCode, 200)
   t.match(res.headers['content-type'], /text\/html/)
+})
+
+t.test('every operation has its stable operationId, and components are named from $id', async (t) => {
+  const app = await build(t)
+  const doc = (await app.inject('/docs/json')).json()
+  const ids = Object.values<Record<string, { operationId: string }>>(doc.paths).flatMap((methods) => Object.values(methods).map((o) => o.operationId))
+  t.strictSame(ids.sort(), ['createCat', 'deleteCat', 'getCat', 'getHealth', 'getProfile', 'getReadiness', 'listCats', 'login', 'updateCat'])
+  t.strictSame(Object.keys(doc.components.schemas).sort(),
+    ['Cat', 'DeleteResult', 'Error', 'Identity', 'LoginRequest', 'LoginResponse', 'NewCat', 'StoredCat', 'ValidationIssue'])
+  t.strictSame(doc.components.schemas.StoredCat.required, ['id', 'name', 'age', 'breed'])
+  t.equal(doc.components.schemas.StoredCat.additionalProperties, true)
+  t.strictSame(doc.servers, [{ url: '/', description: 'This server' }])
+  t.strictSame(doc.info.license, { name: 'MIT', identifier: 'MIT' })
+})
+
+t.test('the path id is an integer in the document; the wire still takes only decimal digits', async (t) => {
+  const app = await build(t)
+  const doc = (await app.inject('/docs/json')).json()
+  const [id] = doc.paths['/cats/{id}'].get.parameters
+  t.equal(id.schema.type, 'integer')
+  t.equal(id.schema.pattern, undefined)
+  for (const bad of ['1e1', '0x10', '1.5']) t.equal((await app.inject(`/cats/${bad}`)).statusCode, 400, bad)
+})
+
+t.test('a missing cat is a text/plain 200 in the document, apart from the cat', async (t) => {
+  const app = await build(t)
+  const doc = (await app.inject('/docs/json')).json()
+  for (const method of ['get', 'put']) {
+    const content = doc.paths['/cats/{id}'][method].responses['200'].content
+    t.strictSame(Object.keys(content).sort(), ['application/json', 'text/plain'])
+    t.equal(content['text/plain'].schema.maxLength, 0)
+  }
+  const res = await app.inject('/cats/404')
+  t.equal(res.headers['content-type'], 'text/plain; charset=utf-8')
+  t.equal(res.body, '')
+})
+
+t.test('every error response has an example of its own status', async (t) => {
+  const app = await build(t, { CATS_AUTH: 'required' })
+  const doc = (await app.inject('/docs/json')).json()
+  let checked = 0
+  for (const methods of Object.values<Record<string, Operation>>(doc.paths)) {
+    for (const operation of Object.values(methods)) {
+      for (const [status, response] of Object.entries(operation.responses)) {
+        t.not(response.description, 'Default Response')
+        if (Number(status) < 400 || operation.summary?.startsWith('Readiness') === true) continue
+        const examples = Object.values(response.content['application/json'].examples ?? {})
+        t.ok(examples.length > 0, `${operation.summary} ${status} has examples`)
+        for (const { value } of examples) t.equal(value.statusCode, Number(status), `${value.code} under ${status}`)
+        checked++
+      }
+    }
+  }
+  t.ok(checked > 20)
+})
+
+t.test('under a prefix the servers entry is the prefix', async (t) => {
+  const host = Fastify()
+  t.teardown(() => host.close())
+  await host.register(serviceApp, { prefix: '/api', config: { ...testConfig, DOCS_ENABLED: true } })
+  const res = await host.inject('/api/docs/json')
+  t.equal(res.statusCode, 200, res.body.slice(0, 200))
+  const doc = res.json()
+  t.strictSame(doc.servers, [{ url: '/api', description: 'This server' }])
+  t.ok('/cats' in doc.paths, 'paths are relative to the server url')
 })
 
 t.test('DOCS_ENABLED=false turns off /docs and /docs/json', async (t) => {

@@ -1,9 +1,11 @@
 import { Writable } from 'node:stream'
-import Fastify, { type FastifyInstance } from 'fastify'
+import type { IncomingMessage } from 'node:http'
+import Fastify, { type FastifyInstance, type InjectOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Test } from 'tap'
 import serviceApp, { type AppOptions } from '../../src/app.js'
 import type { ConfigInput } from '../../src/config.js'
+import { openapiResponseChecker } from './openapi-responses.js'
 
 export const TEST_SECRET = 'test-secret-that-is-at-least-32-characters-long'
 
@@ -15,14 +17,40 @@ export const testConfig: ConfigInput = { JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'si
 export const unencapsulatedApp = fp<AppOptions>((instance, opts) => serviceApp(instance, opts))
 
 /**
- * A fresh, ready app that the caller closes. Registered without encapsulation here
- * (tests only) so that decorators such as app.catsStore and app.jwt are reachable. The long
- * plugin timeout is for PGlite, whose start can exceed Fastify's 10 s on a busy machine.
+ * A fresh, ready app that the caller closes, built on `unencapsulatedApp` (so that
+ * decorators such as app.catsStore and app.jwt are reachable). The long plugin
+ * timeout is for PGlite, whose start can exceed Fastify's 10 s on a busy machine.
+ * Every `app.inject` response is checked against the app's own OpenAPI
+ * document: one that does not match it rejects, so the test fails.
  */
 export async function createApp (config: Partial<ConfigInput> = {}, options: Omit<AppOptions, 'config'> = {}): Promise<FastifyInstance> {
   const app = Fastify({ logger: false, pluginTimeout: 120_000 })
+  const routeOf = new WeakMap<IncomingMessage, string>()
+  app.addHook('onSend', async (request) => {
+    if (request.routeOptions.url !== undefined) routeOf.set(request.raw, request.routeOptions.url)
+  })
   await app.register(unencapsulatedApp, { config: { ...testConfig, ...config }, ...options })
   await app.ready()
+
+  const check = openapiResponseChecker(app.swagger())
+  const inject = app.inject.bind(app)
+  const checkedInject = async (request: InjectOptions | string) => {
+    const response = await inject(request)
+    const route = routeOf.get(response.raw.req)
+    const mismatch = route === undefined
+      ? undefined
+      : check({
+        method: String(response.raw.req.method),
+        route,
+        statusCode: response.statusCode,
+        contentType: String(response.headers['content-type']),
+        body: response.body
+      })
+    if (mismatch !== undefined) throw new Error(`response does not match the OpenAPI document: ${mismatch}`)
+    return response
+  }
+  // Only the promise forms of inject are used in the tests; the chainable form is not wrapped.
+  app.inject = checkedInject as FastifyInstance['inject']
   return app
 }
 

@@ -1,0 +1,49 @@
+import type { FastifySchema } from 'fastify'
+import type { SwaggerTransformObject } from '@fastify/swagger'
+import { INTEGER_TEXT_PATTERN, integerTextDocument } from './schemas.js'
+
+/**
+ * Where the OpenAPI document says what a client sees rather than how the
+ * service validates. Both rewrite copies; the route schemas stay as they are.
+ */
+
+interface ObjectSchema {
+  properties?: Record<string, { pattern?: string, description?: string }>
+}
+
+/**
+ * Path and query parameters validated as `IntegerText` (decimal digits) are
+ * documented as integers: that is what a client holds and sends.
+ */
+export function documentParams (schema: FastifySchema): FastifySchema {
+  const params = schema.params as ObjectSchema | undefined
+  if (params?.properties === undefined) return schema
+  const properties = Object.fromEntries(Object.entries(params.properties).map(([name, property]) =>
+    [name, property.pattern === INTEGER_TEXT_PATTERN ? integerTextDocument(property.description) : property]))
+  return { ...schema, params: { ...params, properties } }
+}
+
+interface Document {
+  paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: { $ref?: string } }> } }>>
+  components: { schemas: Record<string, { additionalProperties?: unknown }> }
+}
+
+const COMPONENT = '#/components/schemas/'
+
+/**
+ * Request bodies lose `additionalProperties: false` in the document: the
+ * validator removes unknown fields instead of refusing them, so a validating
+ * client or gateway must let them through too.
+ */
+export const documentRequestBodies: SwaggerTransformObject = (documentObject) => {
+  // Only OpenAPI (never Swagger 2) is configured, so the object is always `openapiObject`.
+  const { openapiObject } = documentObject as { openapiObject: Document }
+  const { paths, components } = openapiObject
+  for (const operation of Object.values(paths).flatMap((methods) => Object.values(methods))) {
+    for (const { schema } of Object.values(operation.requestBody?.content ?? {})) {
+      const component = schema.$ref?.startsWith(COMPONENT) === true ? components.schemas[schema.$ref.slice(COMPONENT.length)] : undefined
+      if (component?.additionalProperties === false) delete component.additionalProperties
+    }
+  }
+  return openapiObject
+}
