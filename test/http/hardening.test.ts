@@ -1,5 +1,4 @@
 import t, { type Test } from 'tap'
-import { createSigner } from 'fast-jwt'
 import Fastify, { type FastifyInstance } from 'fastify'
 import serviceApp from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'

@@ -153,7 +153,8 @@ t.test('under a host prefix, /api/docs links its assets inside the prefix, with 
 t.test('the login body carries a working example, which Swagger UI pre-fills', async (t) => {
   const app = await build(t)
   const doc = (await app.inject('/docs/json')).json()
-  const example = doc.paths['/auth/login'].post.requestBody.content['application/json'].example
+  t.strictSame(doc.paths['/auth/login'].post.requestBody.content['application/json'].schema, { $ref: '#/components/schemas/LoginRequest' })
+  const [example] = doc.components.schemas.LoginRequest.examples
   t.strictSame(example, { username: 'john', password: 'changeme' })
   t.equal((await app.inject({ method: 'POST', url: '/auth/login', payload: example })).statusCode, 200, 'the example logs in as a demo user')
 })
