@@ -1,19 +1,25 @@
 import fp from 'fastify-plugin'
-import rateLimit from '@fastify/rate-limit'
+import type { Redis } from 'ioredis'
 import { DependencyStatus } from '../src/dependency-status.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The Redis client when REDIS_URL is set (shared login counters); undefined otherwise. */
+    redis: Redis | undefined
+  }
+}
 
 /** How long one Redis command may take before the login answers 503. */
 const REDIS_COMMAND_TIMEOUT_MS = 1000
 
 /**
- * Makes `fastify.createRateLimit()` available; routes choose their own limits
- * (see routes/auth). With REDIS_URL the counters live in Redis, shared by every
- * instance, and Redis is a dependency named `redis` (readiness, outage log).
+ * The Redis client of the service, when REDIS_URL is set. Redis is then a
+ * dependency named `redis`: readiness probes it, and an outage is logged once.
  */
 export default fp(async (fastify) => {
   const { REDIS_URL } = fastify.config
   if (REDIS_URL === undefined) {
-    await fastify.register(rateLimit, { global: false })
+    fastify.decorate('redis', undefined)
     return
   }
   const { Redis } = await import('ioredis')
@@ -33,5 +39,5 @@ export default fp(async (fastify) => {
   fastify.addHook('onClose', async () => {
     redis.disconnect()
   })
-  await fastify.register(rateLimit, { global: false, redis, nameSpace: 'cats-api-rate-limit-' })
-}, { name: 'rate-limit', dependencies: ['config', 'dependencies'] })
+  fastify.decorate('redis', redis)
+}, { name: 'redis', dependencies: ['config', 'dependencies'] })
