@@ -11,6 +11,24 @@ declare module 'fastify' {
 
 /** How long one Redis command may take before the login answers 503. */
 const REDIS_COMMAND_TIMEOUT_MS = 1000
+const REDIS_CONNECT_TIMEOUT_MS = 2000
+
+/**
+ * Waits for the first connection, so that logins do not answer 503 just after a start, but
+ * never longer than the connect timeout, and not at all once a first attempt has failed:
+ * an outage at start-up delays nothing, readiness reports it.
+ */
+async function firstConnection (redis: Redis): Promise<void> {
+  await new Promise<void>((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer)
+      redis.off('ready', done).off('error', done)
+      resolve()
+    }
+    const timer = setTimeout(done, REDIS_CONNECT_TIMEOUT_MS)
+    redis.once('ready', done).once('error', done)
+  })
+}
 
 /**
  * The Redis client of the service, when REDIS_URL is set. Redis is then a
@@ -28,7 +46,7 @@ export default fp(async (fastify) => {
   const redis = new Redis(REDIS_URL, {
     maxRetriesPerRequest: 1,
     enableOfflineQueue: false,
-    connectTimeout: 2000,
+    connectTimeout: REDIS_CONNECT_TIMEOUT_MS,
     commandTimeout: REDIS_COMMAND_TIMEOUT_MS
   })
   const status = new DependencyStatus('redis', fastify.log, () => redis.ping())
@@ -39,5 +57,6 @@ export default fp(async (fastify) => {
   fastify.addHook('onClose', async () => {
     redis.disconnect()
   })
+  await firstConnection(redis)
   fastify.decorate('redis', redis)
 }, { name: 'redis', dependencies: ['config', 'dependencies'] })
