@@ -92,10 +92,7 @@ export class MemoryLoginAttempts implements LoginAttemptStore {
       pair.expiresAt = pair.lockedUntil + policy.windowMs
       return { admitted: false, reason: 'locked', retryAfterMs: pair.lockMs }
     }
-    if (pair.windowEndsAt <= now && pair.lockMs === 0) {
-      pair.failures = 0
-      pair.windowEndsAt = now + policy.windowMs
-    }
+    // A pair never locked is forgotten when its window ends; one that was locked keeps its failures until a window after its lock.
     pair.failures++
     if (pair.failures >= policy.maxFailures) {
       pair.lockMs = pair.lockMs === 0 ? policy.lockMs : Math.min(pair.lockMs * 2, policy.lockMaxMs)

@@ -27,10 +27,6 @@ if lockedUntil > now then
   redis.call('PEXPIRE', KEYS[1], lock + windowMs)
   return {1, lock}
 end
-if windowEndsAt <= now and lock == 0 then
-  failures = 0
-  windowEndsAt = now + windowMs
-end
 failures = failures + 1
 if failures >= maxFailures then
   if lock == 0 then lock = lockMs else lock = math.min(lock * 2, lockMaxMs) end

@@ -108,6 +108,9 @@ t.test('memory', async (t) => {
     now = 450
     await store.admit({ username: 'later', client: '10.2.0.2' })
     t.equal(store.size, 4, 'the first 50 pairs and addresses are gone')
+    now = 800
+    t.strictSame(await store.admit({ username: 'late', client: '10.2.0.1' }), admitted, 'between sweeps an expired entry is dropped when it is read')
+    t.equal(store.size, 4)
   })
 })
 
