@@ -202,7 +202,7 @@ export function markdown (report: BenchReport): string {
     `${machine.memoryGiB} GiB, ${machine.platform}, kernel ${machine.kernel}, Node ${machine.node} (V8 ${machine.v8}); ` +
     `${settings.pinned === true ? 'server pinned to CPU 0 and load generator to CPU 1 with taskset' : 'nothing pinned'}; ` +
     `${settings.rounds} rounds of ${settings.secondsPerRun} s per server (A B A B …) after ${settings.warmupSeconds} s of warm-up, ` +
-    `${settings.connections} connections; project LOG_LEVEL=${settings.projectLogLevel}, LOGIN_RATE_LIMIT_MAX=${settings.loginRateLimitMax}; ` +
+    `${settings.connections} connections; project LOG_LEVEL=${settings.projectLogLevel}; ` +
     `load average at start ${report.loadAverageAtStart.map((l) => l.toFixed(2)).join(' ')}; ` +
     `runs measured again because other processes used more than 0.25 CPU: ${settings.remeasuredBusyRuns}.`)
   parts.push('### Project vs. baseline (ratio = project / baseline; medians of the rounds)\n\n' +

@@ -95,7 +95,6 @@ const report: BenchReport = {
     loginRequestsPerRun: mode.loginAmount,
     projectLogLevel: options.logLevel,
     catsMax: CATS_MAX,
-    loginRateLimitMax: bench.env.project.LOGIN_RATE_LIMIT_MAX,
     remeasuredBusyRuns: bench.remeasured(),
     scalingPrefillBudgetSeconds: mode.prefillBudget,
     totalSeconds: Math.round((Date.now() - started) / 1000)

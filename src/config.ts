@@ -29,7 +29,8 @@ export const ConfigSchema = Type.Object({
     pattern: '^(postgres|postgresql|pglite)://.+',
     description: 'Unset: cats in memory; `postgres://…` a PostgreSQL server; `pglite://<directory>` or `pglite://memory` embedded PostgreSQL'
   })),
-  REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://.+', description: '`redis://…`: the login rate limit is shared by every instance' })),
+  REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://.+', description: '`redis://…`: the failed-login counters are shared by every instance' })),
+  REDIS_KEY_PREFIX: Type.String({ default: 'cats-api:', description: 'Prefix of every Redis key the service writes, so several deployments can share one Redis' }),
   CATS_MAX: Type.Integer({ minimum: 1, default: 50_000, description: 'Most cats stored; past it `POST /cats` gets 507' }),
   WRITE_HEAP_RATIO: Type.Number({
     exclusiveMinimum: 0,
@@ -50,8 +51,20 @@ export const ConfigSchema = Type.Object({
   }),
   TRUST_PROXY: Type.String({ default: 'false', description: '`true`, a hop count, or comma-separated proxy addresses/CIDRs (for the client address)' }),
   CORS_ORIGINS: Type.String({ default: '', description: 'Comma-separated origins allowed by CORS; empty turns CORS off' }),
-  LOGIN_RATE_LIMIT_MAX: Type.Integer({ minimum: 1, default: 10, description: 'Login attempts per client address, and per username, per window' }),
-  LOGIN_RATE_LIMIT_WINDOW: Type.String({ ...Duration, default: '1m', description: 'The login rate limit\'s window: a whole number and `s`, `m`, `h` or `d`' }),
+  LOGIN_MAX_FAILURES: Type.Integer({
+    minimum: 1,
+    default: 10,
+    description: 'Failed logins for one username from one client address, within `LOGIN_FAILURE_WINDOW`, that lock this pair (429)'
+  }),
+  LOGIN_FAILURE_WINDOW: Type.String({ ...Duration, default: '15m', description: 'The window in which a username and client address pair\'s failures count' }),
+  LOGIN_LOCK_DURATION: Type.String({ ...Duration, default: '1m', description: 'The first lock of a pair; each further failure while locked doubles it' }),
+  LOGIN_LOCK_MAX: Type.String({ ...Duration, default: '1h', description: 'The longest lock of a pair' }),
+  LOGIN_CLIENT_MAX_FAILURES: Type.Integer({
+    minimum: 1,
+    default: 100,
+    description: 'Failed logins from one client address across all usernames, within `LOGIN_CLIENT_FAILURE_WINDOW`, past which the address is refused for every username'
+  }),
+  LOGIN_CLIENT_FAILURE_WINDOW: Type.String({ ...Duration, default: '15m', description: 'The window in which a client address\'s failures count' }),
   HASH_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 2, description: 'Password hashes computed at once' }),
   HASH_QUEUE_MAX: Type.Integer({ minimum: 0, default: 100, description: 'Logins waiting for a hash; beyond that 503' }),
   HASH_QUEUE_WAIT_MS: Type.Integer({ minimum: 1, default: 3000, description: 'Longest a login waits for a hash, in milliseconds; beyond that 503 with Retry-After' }),

@@ -137,7 +137,8 @@ t.test('other bad values throw, naming the variable', async (t) => {
     HOST: '',
     BODY_LIMIT: '10',
     HASH_CONCURRENCY: '0',
-    LOGIN_RATE_LIMIT_WINDOW: 'soon',
+    LOGIN_FAILURE_WINDOW: 'soon',
+    LOGIN_MAX_FAILURES: '0',
     USERS_FILE: ''
   }
   for (const [name, value] of Object.entries(cases)) {

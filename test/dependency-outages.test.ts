@@ -132,7 +132,8 @@ if (TEST_REDIS_URL === undefined) {
     const proxy = new TcpProxy(target)
     await proxy.start()
     t.teardown(() => proxy.stop())
-    const { app, log } = await appWithLog(t, { REDIS_URL: proxy.url(target) })
+    // A key prefix of its own: the failed logins below never meet another run's counters.
+    const { app, log } = await appWithLog(t, { REDIS_URL: proxy.url(target), REDIS_KEY_PREFIX: `cats-test-${randomBytes(6).toString('hex')}:` })
     const login: InjectOptions = { method: 'POST', url: '/auth/login', headers: json, payload: '{"username":"nobody","password":"wrong"}' }
     // The Redis client connects in the background: not ready until it has.
     for (let waited = 0; waited < 5000 && (await readiness(app)).status !== 200; waited += 100) await sleep(100)

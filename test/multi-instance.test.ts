@@ -231,47 +231,51 @@ if (TEST_DATABASE_URL === undefined) {
   })
 }
 
-/** Alternates failed logins between two servers; `address(n)` and `username(n)` vary per attempt. */
-async function alternateFailedLogins (servers: Running[], address: (n: number) => string, username: (n: number) => string): Promise<Answer[]> {
+/** Alternates `times` failed logins between two servers; `address(n)` and `username(n)` vary per attempt. */
+async function alternateFailedLogins (servers: Running[], times: number, address: (n: number) => string, username: (n: number) => string): Promise<Answer[]> {
   const answers: Answer[] = []
-  for (let n = 0; n < 4; n++) {
+  for (let n = 0; n < times; n++) {
     answers.push(await call(servers[n % 2].base, 'POST', '/auth/login', { username: username(n), password: 'wrong password' }, { 'x-forwarded-for': address(n) }))
   }
   return answers
 }
 
-const limitEnv = { LOGIN_RATE_LIMIT_MAX: '3', LOGIN_RATE_LIMIT_WINDOW: '1m', TRUST_PROXY: 'true' }
+const limitEnv = { LOGIN_MAX_FAILURES: '3', LOGIN_CLIENT_MAX_FAILURES: '3', TRUST_PROXY: 'true' }
 
 if (TEST_REDIS_URL === undefined) {
-  t.comment('TEST_REDIS_URL is not set: the shared login rate limit test was skipped')
+  t.comment('TEST_REDIS_URL is not set: the shared failed-login counters test was skipped')
 } else {
   const redisUrl = TEST_REDIS_URL
-  t.test('with REDIS_URL, two servers share the login rate limit', async (t) => {
-    const env = { ...limitEnv, REDIS_URL: redisUrl }
+  t.test('with REDIS_URL, two servers share the failed-login counters', async (t) => {
+    const env = { ...limitEnv, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: `cats-test-${randomBytes(6).toString('hex')}:` }
     const [a, b] = await Promise.all([startServer(t, env), startServer(t, env)])
 
-    // Per account: one unknown username, a new client address each time.
+    // Per pair: one unknown username from one address.
     const account = `nobody-${randomBytes(6).toString('hex')}`
-    const perAccount = await alternateFailedLogins([a, b], randomAddress, () => account)
-    t.strictSame(perAccount.map((answer) => answer.status), [401, 401, 401, 429], 'A, B, A fail with 401; the 4th attempt (on B) is refused')
-    t.match(perAccount[3].body, { statusCode: 429, error: 'Too Many Requests', message: /Too many login attempts/, code: 'AUTH_ERR_TOO_MANY_ATTEMPTS' })
-    t.match(perAccount[3].headers.get('retry-after'), /^[1-9][0-9]*$/, '429 carries Retry-After')
-
-    // Per client: one address, a new username each time.
     const address = randomAddress()
-    const perClient = await alternateFailedLogins([a, b], () => address, (n) => `nobody-${randomBytes(6).toString('hex')}-${n}`)
-    t.strictSame(perClient.map((answer) => answer.status), [401, 401, 401, 429], 'the per-client limit is shared too')
+    const perPair = await alternateFailedLogins([a, b], 4, () => address, () => account)
+    t.strictSame(perPair.map((answer) => answer.status), [401, 401, 401, 429], 'A, B, A fail with 401; the 4th attempt (on B) is refused')
+    t.match(perPair[3].body, { statusCode: 429, error: 'Too Many Requests', message: /Too many login attempts/, code: 'AUTH_ERR_TOO_MANY_ATTEMPTS' })
+    t.match(perPair[3].headers.get('retry-after'), /^[1-9][0-9]*$/, '429 carries Retry-After')
+    const elsewhere = await alternateFailedLogins([a, b], 2, randomAddress, () => account)
+    t.strictSame(elsewhere.map((answer) => answer.status), [401, 401], 'the same username from other addresses is not locked')
+
+    // Per client: one address, a new username each time; more than 3 failures refuse it.
+    const client = randomAddress()
+    const perClient = await alternateFailedLogins([a, b], 5, () => client, (n) => `nobody-${randomBytes(6).toString('hex')}-${n}`)
+    t.strictSame(perClient.map((answer) => answer.status), [401, 401, 401, 401, 429], 'the per-address count is shared too')
 
     const [codeA, codeB] = await Promise.all([stopServer(a), stopServer(b)])
     t.strictSame([codeA, codeB], [0, 0], 'both stop with exit code 0 on SIGTERM')
   })
 }
 
-t.test('control: without REDIS_URL each server counts only its own login attempts', async (t) => {
+t.test('control: without REDIS_URL each server counts only its own failed logins', async (t) => {
   const [a, b] = await Promise.all([startServer(t, limitEnv), startServer(t, limitEnv)])
   const account = `nobody-${randomBytes(6).toString('hex')}`
-  const answers = await alternateFailedLogins([a, b], randomAddress, () => account)
-  t.strictSame(answers.map((answer) => answer.status), [401, 401, 401, 401], 'two attempts per process stay under the limit of 3')
+  const address = randomAddress()
+  const answers = await alternateFailedLogins([a, b], 4, () => address, () => account)
+  t.strictSame(answers.map((answer) => answer.status), [401, 401, 401, 401], 'two failures per process stay under the threshold of 3')
   const [codeA, codeB] = await Promise.all([stopServer(a), stopServer(b)])
   t.strictSame([codeA, codeB], [0, 0])
 })

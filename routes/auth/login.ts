@@ -6,26 +6,22 @@ import {
 } from '../../src/http/error-responses.js'
 import { durationToSeconds } from '../../src/config.js'
 import { InvalidCredentials } from '../../src/http/errors.js'
-import { loginLimits } from '../../src/auth/login-limits.js'
 
 const login: FastifyPluginAsyncTypebox = async (fastify) => {
-  const { JWT_EXPIRES_IN, LOGIN_RATE_LIMIT_MAX, LOGIN_RATE_LIMIT_WINDOW } = fastify.config
-  const expiresIn = durationToSeconds(JWT_EXPIRES_IN)
-
-  const { perClient, perAccount } = loginLimits(fastify, {
-    max: LOGIN_RATE_LIMIT_MAX,
-    windowMs: durationToSeconds(LOGIN_RATE_LIMIT_WINDOW) * 1000
-  })
+  const config = fastify.config
+  const expiresIn = durationToSeconds(config.JWT_EXPIRES_IN)
 
   fastify.post('/login', {
-    onRequest: perClient,
-    preValidation: perAccount,
-    // Every answer counts, including the limits' 429 and 503 that end the request before the handler.
+    // Every answer counts, including the protection's 429 and 503.
     onResponse: fastify.metrics?.countLogin ?? [],
     schema: {
       tags: ['auth'],
       operationId: 'login',
       summary: 'Exchange a username and password for an access token',
+      description: `Only failed logins count against a client (an unknown username counts like a wrong password): ${config.LOGIN_MAX_FAILURES} ` +
+        `failures for one username from one client address within ${config.LOGIN_FAILURE_WINDOW} lock that pair (429 with Retry-After; ` +
+        `each further attempt while locked doubles the lock, up to ${config.LOGIN_LOCK_MAX}); more than ${config.LOGIN_CLIENT_MAX_FAILURES} ` +
+        `failures from one client address within ${config.LOGIN_CLIENT_FAILURE_WINDOW} refuse it for every username.`,
       security: NO_SECURITY,
       body: ref(LoginBody),
       response: {
@@ -40,11 +36,15 @@ const login: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request, reply) => {
     const { username, password } = request.body
+    // Counted before the password is checked, the same way for unknown and known usernames.
+    const attempt = { username, client: request.ip }
+    await fastify.loginProtection.admit(attempt)
     // The response closes before it is sent only when the client went away: its login is not hashed then.
     const clientGone = new AbortController()
     reply.raw.once('close', () => { if (!reply.raw.writableEnded) clientGone.abort() })
     const user = await fastify.users.verifyCredentials(username, password, clientGone.signal)
     if (user === undefined) throw new InvalidCredentials()
+    await fastify.loginProtection.succeeded(attempt)
     const accessToken = fastify.jwt.sign({ sub: user.id, username: user.username })
     // RFC 6749 §5.1: token responses must not be cached.
     reply.header('cache-control', 'no-store')

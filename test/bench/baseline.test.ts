@@ -35,7 +35,7 @@ const text = (value: unknown): string | undefined => (typeof value === 'string' 
 
 async function setup (t: Test, config: Partial<ConfigInput> = {}, options: Partial<BaselineOptions> = {}): Promise<Pair> {
   const service = Fastify({ logger: false })
-  await service.register(app, { config: { JWT_SECRET: SECRET, LOG_LEVEL: 'silent', LOGIN_RATE_LIMIT_MAX: 1000, ...config } })
+  await service.register(app, { config: { JWT_SECRET: SECRET, LOG_LEVEL: 'silent', ...config } })
   await service.ready()
   t.teardown(() => service.close())
 

@@ -8,43 +8,35 @@ import { build, bearer, logCapture, tokenFor, testConfig, TEST_SECRET, unencapsu
 const login = (app: FastifyInstance, username: string, password: string, remoteAddress = '127.0.0.1') =>
   app.inject({ method: 'POST', url: '/auth/login', payload: { username, password }, remoteAddress })
 
-t.test('brute force: one client cannot try many passwords (429 + Retry-After, the documented error shape)', async (t) => {
-  const app = await build(t, { LOGIN_RATE_LIMIT_MAX: 3, LOGIN_RATE_LIMIT_WINDOW: '1m' })
+t.test('brute force: failures lock one username from one client (429 + Retry-After), not the owner elsewhere', async (t) => {
+  const app = await build(t, { LOGIN_MAX_FAILURES: 3 })
   const statuses = []
-  for (const username of ['john', 'chris', 'maria', 'nobody']) statuses.push((await login(app, username, 'wrong')).statusCode)
+  for (let i = 0; i < 4; i++) statuses.push((await login(app, 'john', 'wrong')).statusCode)
   t.strictSame(statuses, [401, 401, 401, 429])
   const limited = await login(app, 'john', 'changeme')
-  t.equal(limited.statusCode, 429, 'even the right password is refused while limited')
+  t.equal(limited.statusCode, 429, 'even the right password is refused while locked')
   const retryAfter = Number(limited.headers['retry-after'])
-  t.ok(retryAfter > 0 && retryAfter <= 60, `Retry-After ${retryAfter}`)
   t.strictSame(limited.json(), { statusCode: 429, error: 'Too Many Requests', message: `Too many login attempts; retry in ${retryAfter} seconds`, code: 'AUTH_ERR_TOO_MANY_ATTEMPTS' })
-  t.equal((await login(app, 'john', 'changeme', '10.0.0.9')).statusCode, 200, 'another client is not affected')
-})
-
-t.test('brute force: many clients cannot hammer one account', async (t) => {
-  const app = await build(t, { LOGIN_RATE_LIMIT_MAX: 3 })
-  const statuses = []
-  for (let i = 1; i <= 4; i++) statuses.push((await login(app, 'john', 'wrong', `10.0.0.${i}`)).statusCode)
-  t.strictSame(statuses, [401, 401, 401, 429])
-  t.equal((await login(app, 'chris', 'secret', '10.0.0.5')).statusCode, 200, 'other accounts are not affected')
+  t.equal((await login(app, 'john', 'changeme', '10.0.0.9')).statusCode, 200, 'the owner from another client is not affected')
 })
 
 t.test('TRUST_PROXY: behind a proxy the client address comes from X-Forwarded-For', async (t) => {
-  const config = loadConfig({ ...testConfig, TRUST_PROXY: '1', LOGIN_RATE_LIMIT_MAX: 2, LOG_LEVEL: 'silent' })
+  const config = loadConfig({ ...testConfig, TRUST_PROXY: '1', LOGIN_CLIENT_MAX_FAILURES: 1, LOG_LEVEL: 'silent' })
   const app = Fastify(serverOptions(config))
   await app.register(serviceApp, { config })
   t.teardown(() => app.close())
   const from = (client: string) => app.inject({ method: 'POST', url: '/auth/login', payload: { username: `u-${client}`, password: 'x' }, headers: { 'x-forwarded-for': client } })
   t.equal((await from('203.0.113.1')).statusCode, 401)
   t.equal((await from('203.0.113.1')).statusCode, 401)
-  t.equal((await from('203.0.113.1')).statusCode, 429)
-  t.equal((await from('203.0.113.2')).statusCode, 401, 'a different forwarded client has its own budget')
+  t.equal((await from('203.0.113.1')).statusCode, 429, 'more failures than the cap from that forwarded client')
+  t.equal((await from('203.0.113.2')).statusCode, 401, 'a different forwarded client has its own count')
 })
 
 t.test('password hashing: /profile keeps answering while many logins are in flight', async (t) => {
   const app = await build(t, { HASH_CONCURRENCY: 1, HASH_QUEUE_MAX: 100, HASH_QUEUE_WAIT_MS: 120_000 })
   let loginsDone = 0
-  const logins = Array.from({ length: 12 }, () => login(app, 'john', 'changeme').then((res) => {
+  // From 12 addresses: more concurrent logins of one username from one address than LOGIN_MAX_FAILURES are refused.
+  const logins = Array.from({ length: 12 }, (_, i) => login(app, 'john', 'changeme', `10.1.0.${i}`).then((res) => {
     loginsDone++
     return res.statusCode
   }))
@@ -240,7 +232,7 @@ t.test('bounded memory: above WRITE_HEAP_RATIO creates and updates get 507, read
   t.equal((await app.inject({ method: 'DELETE', url: '/cats/1' })).statusCode, 200)
 })
 
-t.test('REDIS_URL: when the shared rate-limit store is unreachable, login answers 503 at once', async (t) => {
+t.test('REDIS_URL: when the shared failure counters are unreachable, login answers 503 at once', async (t) => {
   // Port 1 on loopback refuses connections: the limiter fails fast instead of queueing or hanging.
   const app = await build(t, { REDIS_URL: 'redis://127.0.0.1:1' })
   const res = await login(app, 'john', 'changeme')
@@ -248,18 +240,4 @@ t.test('REDIS_URL: when the shared rate-limit store is unreachable, login answer
   t.equal(res.headers['retry-after'], '5')
   t.strictSame(res.json(), { statusCode: 503, error: 'Service Unavailable', message: 'Login is unavailable: the rate limit store cannot be reached', code: 'AUTH_ERR_LIMITER_UNAVAILABLE' })
   t.equal((await app.inject('/cats')).statusCode, 200, 'other routes are unaffected')
-})
-
-t.test('REDIS_URL: two instances share the login rate limit', async (t) => {
-  const redisUrl = process.env.TEST_REDIS_URL
-  if (redisUrl === undefined) {
-    t.comment('TEST_REDIS_URL is not set: the shared rate limit check against a Redis server was skipped')
-    return
-  }
-  const config = { REDIS_URL: redisUrl, LOGIN_RATE_LIMIT_MAX: 2 }
-  const [a, b] = [await build(t, config), await build(t, config)]
-  const username = `shared-${process.pid}-${Date.now()}`
-  const statuses = []
-  for (const [i, app] of [a, b, a].entries()) statuses.push((await login(app, username, 'wrong', `10.9.${process.pid % 250}.${i}`)).statusCode)
-  t.strictSame(statuses, [401, 401, 429], 'the third attempt on the account is refused across instances')
 })

@@ -9,8 +9,7 @@ import { openapiResponseChecker } from './openapi-responses.js'
 
 export const TEST_SECRET = 'test-secret-that-is-at-least-32-characters-long'
 
-// The login rate limit is raised here; test/hardening.test.ts checks it with low values.
-export const testConfig: ConfigInput = { JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'silent', LOGIN_RATE_LIMIT_MAX: 1000 }
+export const testConfig: ConfigInput = { JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'silent' }
 
 // fp() marks the function it is given, so it gets a wrapper: the service's own export stays
 // encapsulated (and honours a prefix) for tests that register it as a host would.
