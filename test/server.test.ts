@@ -49,8 +49,10 @@ t.test('the compiled server serves every route over HTTP and stops cleanly on SI
   const inFlight = post('/auth/login', { username: 'chris', password: 'secret' })
   await new Promise((resolve) => setTimeout(resolve, 50))
   child.kill('SIGTERM')
-  await new Promise((resolve) => setTimeout(resolve, 20))
-  // While shutting down the server is not ready: readiness answers 503, or the connection is refused.
+  // Once the server has taken the signal (it logs it), it is not ready: readiness answers 503, or the connection is refused.
+  for (let waited = 0; !output().includes('shutting down') && waited < 10_000; waited += 10) {
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
   const readiness = await fetch(`${base}/health/ready`).then((res) => res.status, () => 'refused')
   t.not(readiness, 200, `readiness during shutdown: ${readiness}`)
   t.equal((await inFlight).status, 200, 'the in-flight request finishes')
