@@ -52,6 +52,8 @@ export const ConfigSchema = Type.Object({
   CORS_ORIGINS: Type.String({ default: '', description: 'Comma-separated origins allowed by CORS; empty turns CORS off' }),
   LOGIN_RATE_LIMIT_MAX: Type.Integer({ minimum: 1, default: 10, description: 'Login attempts per client address, and per username, per window' }),
   LOGIN_RATE_LIMIT_WINDOW: Type.String({ ...Duration, default: '1m', description: 'The login rate limit\'s window: a whole number and `s`, `m`, `h` or `d`' }),
+  REFRESH_TOKENS: Type.Boolean({ default: false, description: '`true`: login also returns a `refresh_token`, exchanged at `POST /auth/refresh` (see Sessions)' }),
+  REFRESH_TOKEN_TTL: Type.String({ ...Duration, default: '30d', description: 'Lifetime of a refresh token: a whole number and `s`, `m`, `h` or `d`' }),
   HASH_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 2, description: 'Password hashes computed at once' }),
   HASH_QUEUE_MAX: Type.Integer({ minimum: 0, default: 100, description: 'Logins waiting for a hash; beyond that 503' }),
   CONNECTION_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 30_000, description: 'Idle socket timeout, in milliseconds' }),

@@ -20,7 +20,7 @@ export type { Identity } from './auth/schemas.js'
  * The settings, signer and user store it needs stay in a scope of their own.
  */
 const tokenGuard: FastifyPluginAsync<AppOptions> = async (fastify, opts) => {
-  const options: AppOptions = { config: opts.config, users: opts.users, validateToken: opts.validateToken }
+  const options: AppOptions = { config: opts.config, users: opts.users, validateToken: opts.validateToken, isRevoked: opts.isRevoked }
   await fastify.register(async (guardScope) => {
     await guardScope.register(config, options)
     await guardScope.register(jwt, options)

@@ -1,7 +1,8 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { CatTooLargeError, CollectionFullError, StoreUnavailableError } from '../cats/store-errors.js'
+import { SessionStoreUnavailableError } from '../auth/session-errors.js'
 import { errorBody } from './error-body.js'
-import { CatTooLarge, CollectionFull, InternalError, isServiceError, retryAfterFor, RouteNotFound, StoreUnavailable } from './errors.js'
+import { CatTooLarge, CollectionFull, InternalError, isServiceError, retryAfterFor, RouteNotFound, SessionStoreUnavailable, StoreUnavailable } from './errors.js'
 import { toIssues, type FieldError } from './validation-issues.js'
 
 // A 4xx raised without a code of its own (not by Fastify, which names all of its errors).
@@ -23,6 +24,7 @@ function fromDomain (error: ThrownError): ThrownError {
   if (error instanceof CollectionFullError) return new CollectionFull(error.maxCats)
   if (error instanceof CatTooLargeError) return new CatTooLarge(error.maxCatBytes)
   if (error instanceof StoreUnavailableError) return new StoreUnavailable({ cause: error.cause })
+  if (error instanceof SessionStoreUnavailableError) return new SessionStoreUnavailable({ cause: error.cause })
   return error
 }
 

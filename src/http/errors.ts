@@ -44,6 +44,8 @@ export const InvalidToken = define('AUTH_ERR_INVALID_TOKEN', 'Invalid or expired
 export const TooManyLoginAttempts = define<[retryAfterSeconds: number]>('AUTH_ERR_TOO_MANY_ATTEMPTS', 'Too many login attempts; retry in %s seconds', 429)
 export const LoginLimiterUnavailable = define('AUTH_ERR_LIMITER_UNAVAILABLE', 'Login is unavailable: the rate limit store cannot be reached', 503, 5)
 export const TooManyLoginsInProgress = define('AUTH_ERR_LOGINS_IN_PROGRESS', 'Too many logins in progress; retry shortly', 503, 1)
+export const InvalidRefreshToken = define('AUTH_ERR_INVALID_REFRESH_TOKEN', 'Invalid, expired or already used refresh token', 401)
+export const SessionStoreUnavailable = define('AUTH_ERR_SESSION_STORE_UNAVAILABLE', 'Sessions are unavailable: the session store cannot be reached; retry shortly', 503, 5)
 
 // Cats
 export const CollectionFull = define<[maxCats: number]>('CATS_ERR_COLLECTION_FULL', 'The collection is full (%s cats); delete some first', 507)
