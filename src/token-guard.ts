@@ -2,6 +2,7 @@ import fp from 'fastify-plugin'
 import type { FastifyPluginAsync } from 'fastify'
 import config from '../plugins/config.js'
 import jwt from '../plugins/jwt.js'
+import metrics from '../plugins/metrics.js'
 import users from '../plugins/users.js'
 import authenticate from '../plugins/authenticate.js'
 import type { AppOptions } from './app-options.js'
@@ -24,6 +25,8 @@ const tokenGuard: FastifyPluginAsync<AppOptions> = async (fastify, opts) => {
   await fastify.register(async (guardScope) => {
     await guardScope.register(config, options)
     await guardScope.register(jwt, options)
+    // Without a registry (none is passed here) it collects nothing; the users plugin depends on it.
+    await guardScope.register(metrics, options)
     await guardScope.register(users, options)
     await guardScope.register(authenticate, options)
     fastify.decorate('authenticate', guardScope.authenticate)

@@ -128,14 +128,14 @@ t.test('npm run migrate upgrades a database made by the earlier start-up code, a
 
   const pending = await runCli('migrate.js', ['status'], '', env)
   t.equal(pending.code, 0)
-  t.match(pending.stdout, /^version\s+name\s+state\n001\s+cats\s+pending\n$/)
+  t.match(pending.stdout, /^version\s+name\s+state\n001\s+cats\s+pending\n003\s+sessions\s+pending\n$/)
   const migrated = await runCli('migrate.js', [], '', env)
   t.equal(migrated.code, 0)
-  t.equal(migrated.stdout, 'Applied 001 cats\nThe cats schema is up to date\n')
+  t.equal(migrated.stdout, 'Applied 001 cats\nApplied 003 sessions\nThe cats schema is up to date\n')
   const again = await runCli('migrate.js', [], '', env)
   t.equal(again.stdout, 'The cats schema is up to date\n', 'a second run applies nothing')
   const applied = await runCli('migrate.js', ['status'], '', env)
-  t.match(applied.stdout, /\n001\s+cats\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n$/)
+  t.match(applied.stdout, /\n001\s+cats\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n003\s+sessions\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n$/)
 
   const upgraded = new PGlite(dir)
   t.teardown(() => upgraded.close())
