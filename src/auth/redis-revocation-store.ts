@@ -6,7 +6,7 @@ const PREFIX = 'cats-api-revoked:'
 
 /**
  * The denylist in Redis, shared by every instance: one key per denied id,
- * which Redis itself removes when it expires (SET … PX). A lookup is one
+ * which Redis itself removes when it expires (PX). A lookup is one
  * EXISTS over both ids, one round trip.
  */
 export class RedisRevocationStore implements RevocationStore {
@@ -28,7 +28,8 @@ export class RedisRevocationStore implements RevocationStore {
     const ttlMs = untilMs - Date.now()
     if (ttlMs <= 0) return
     try {
-      await this.#redis.set(PREFIX + id, '1', 'PX', ttlMs)
+      // One transaction: creates the entry, or lengthens one that exists (never shortens it; GT needs Redis 7).
+      await this.#redis.multi().set(PREFIX + id, '1', 'PX', ttlMs, 'NX').pexpire(PREFIX + id, ttlMs, 'GT').exec()
     } catch (error) {
       throw new SessionStoreUnavailableError(error)
     }
