@@ -26,7 +26,14 @@ export type RefreshBody = Static<typeof RefreshBody>
 export const RefreshReply = Type.Composite([
   Type.Omit(LoginReply, ['refresh_token']),
   Type.Object({ refresh_token: Type.String({ description: 'The next refresh token; the one presented no longer works' }) })
-])
+], {
+  examples: [{
+    access_token: 'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOjEsInVzZXJuYW1lIjoiam9obiJ9.signature',
+    token_type: 'Bearer',
+    expires_in: 3600,
+    refresh_token: 'Vb1x0Jm6n8Qw2Zr4Tk7Yp3Hs9Lc5Df1Ga6Ue8Io0Pq2'
+  }]
+})
 export type RefreshReply = Static<typeof RefreshReply>
 
 export const UserId = Type.Union([Type.Integer(), Type.String({ minLength: 1 })], { description: 'The user id (the token\'s sub)' })
