@@ -29,7 +29,7 @@ export const ConfigSchema = Type.Object({
     pattern: '^(postgres|postgresql|pglite)://.+',
     description: 'Unset: cats in memory; `postgres://…` a PostgreSQL server; `pglite://<directory>` or `pglite://memory` embedded PostgreSQL'
   })),
-  REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://.+', description: '`redis://…`: the login rate limit is shared by every instance' })),
+  REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://.+', description: '`redis://…`: the login rate limit and the logout denylist are shared by every instance (Redis 7 or later)' })),
   CATS_MAX: Type.Integer({ minimum: 1, default: 50_000, description: 'Most cats stored; past it `POST /cats` gets 507' }),
   WRITE_HEAP_RATIO: Type.Number({
     exclusiveMinimum: 0,
