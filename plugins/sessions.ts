@@ -1,3 +1,4 @@
+import { once } from 'node:events'
 import fp from 'fastify-plugin'
 import { durationToSeconds } from '../src/config.js'
 import { MemoryRefreshTokenStore, type RefreshTokenStore } from '../src/auth/refresh-token-store.js'
@@ -15,6 +16,8 @@ declare module 'fastify' {
 
 /** How long one Redis command may take before the request answers 503. */
 const REDIS_COMMAND_TIMEOUT_MS = 1000
+/** How long start-up waits for the first Redis connection. */
+const REDIS_CONNECT_WAIT_MS = 2000
 
 /** The denylist in Redis: a connection of its own, failing fast like the login limiter's. */
 async function redisRevocations (redisUrl: string): Promise<RevocationStore> {
@@ -28,6 +31,9 @@ async function redisRevocations (redisUrl: string): Promise<RevocationStore> {
   // Reconnection attempts fail again and again during an outage; requests meanwhile answer 503.
   // The outage is logged by the login limiter's `redis` dependency, on the same server.
   redis.on('error', () => {})
+  // Commands are not queued while disconnected: wait (briefly) for the first connection, so that the first
+  // guarded requests do not fail for want of it. A Redis that is down ends the wait at once with an error.
+  await once(redis, 'ready', { signal: AbortSignal.timeout(REDIS_CONNECT_WAIT_MS) }).catch(() => {})
   return new RedisRevocationStore(redis)
 }
 

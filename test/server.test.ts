@@ -176,7 +176,7 @@ t.test('npm run migrate takes DATABASE_URL from a .env file too', async (t) => {
   const dir = t.testdir({ '.env': 'DATABASE_URL=pglite://./data\n' })
   const { code, stdout } = await runCli('migrate.js', [], '', {}, dir)
   t.equal(code, 0)
-  t.equal(stdout, 'Applied 001 cats\nThe cats schema is up to date\n')
+  t.equal(stdout, 'Applied 001 cats\nApplied 003 sessions\nThe cats schema is up to date\n')
 })
 
 t.test('npm run settings rewrites .env.example and the README table in its working directory', async (t) => {

@@ -226,6 +226,11 @@ if (TEST_DATABASE_URL === undefined || TEST_DATABASE_URL === '') {
       url.searchParams.set('options', `-c search_path=${schema}`)
       const app = await createApp({ DATABASE_URL: url.href, ...(redisUrl !== undefined && { REDIS_URL: redisUrl }), ...config }, options)
       apps.push(app)
+      // Redis connects after start-up, and commands are not queued meanwhile: wait until it is ready.
+      for (let wait = 0; (await app.inject('/health/ready')).statusCode !== 200; wait++) {
+        if (wait === 100) throw new Error('the app did not become ready within 10 s')
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
       return app
     }
   }
