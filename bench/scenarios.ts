@@ -3,7 +3,7 @@
  * project and the baseline alike, the login scenario, and the requests the
  * other groups build on (a valid token's GET /profile, the login, one per id).
  */
-import { randomBytes } from 'node:crypto'
+import { randomBytes, randomUUID } from 'node:crypto'
 import { createSigner } from 'fast-jwt'
 import { createCat, JSON_HEADERS, type LoadRequest, type LoadSettings, type Workload } from './load.js'
 
@@ -26,7 +26,7 @@ function scenario (id: string, title: string, target: number | undefined, cats: 
 
 /** A token for the demo user john, valid for an hour, as the service issues it when signed with its secret. */
 export const signToken = (key: string): string =>
-  createSigner({ key, algorithm: 'HS256', expiresIn: 3_600_000 })({ sub: 1, username: 'john' })
+  createSigner({ key, algorithm: 'HS256', expiresIn: 3_600_000 })({ sub: 1, username: 'john', jti: randomUUID(), sid: randomUUID() })
 
 export const profileRequest = (token: string): LoadRequest => ({ method: 'GET', path: '/profile', headers: { authorization: `Bearer ${token}` } })
 

@@ -2,7 +2,7 @@ import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import { MemoryCatsStore } from '../src/cats/memory-cats-store.js'
 import type { CatsStore, StoreLimits } from '../src/cats/cats-store.js'
-import { connect } from '../src/cats/sql-client.js'
+import { connect, type SqlClient } from '../src/cats/sql-client.js'
 import { SqlCatsStore } from '../src/cats/sql-cats-store.js'
 import { migrate } from '../src/cats/sql-migrations.js'
 import { DependencyStatus } from '../src/dependency-status.js'
@@ -10,6 +10,8 @@ import { DependencyStatus } from '../src/dependency-status.js'
 declare module 'fastify' {
   interface FastifyInstance {
     catsStore: CatsStore
+    /** The database when DATABASE_URL is set (the session stores share it), else undefined. */
+    database: { client: SqlClient, status: DependencyStatus } | undefined
   }
 }
 
@@ -23,6 +25,7 @@ async function openSqlStore (fastify: FastifyInstance, databaseUrl: string, limi
   }
   const status = new DependencyStatus('database', fastify.log, (timeoutMs) => client.ping(timeoutMs))
   fastify.dependencies.set(status.name, status)
+  fastify.decorate('database', { client, status })
   return new SqlCatsStore(client, limits, { availability: status })
 }
 
@@ -30,6 +33,7 @@ async function openSqlStore (fastify: FastifyInstance, databaseUrl: string, limi
 export default fp(async (fastify) => {
   const { DATABASE_URL, CATS_MAX, BODY_LIMIT } = fastify.config
   const limits = { maxCats: CATS_MAX, maxCatBytes: BODY_LIMIT }
+  if (DATABASE_URL === undefined) fastify.decorate('database', undefined)
   const store: CatsStore = DATABASE_URL === undefined ? new MemoryCatsStore(limits) : await openSqlStore(fastify, DATABASE_URL, limits)
   fastify.decorate('catsStore', store)
   fastify.addHook('onClose', async () => {

@@ -1,7 +1,7 @@
 import type { Registry } from 'prom-client'
 import type { ConfigInput } from './config.js'
 import type { UserRecord } from './auth/users-file.js'
-import type { ValidateToken } from './auth/token-claims.js'
+import type { IsRevoked, ValidateToken } from './auth/token-claims.js'
 
 /** What the service plugin accepts: the app, its plugins and its routes all read these. */
 export interface AppOptions {
@@ -11,6 +11,11 @@ export interface AppOptions {
   users?: readonly UserRecord[]
   /** Replaces the check that turns verified token claims into the request's identity. */
   validateToken?: ValidateToken
+  /**
+   * A revocation check of the host's, in addition to the service's own denylist
+   * (logout, reused refresh tokens): true refuses the token.
+   */
+  isRevoked?: IsRevoked
   /**
    * Collects the service's Prometheus metrics on this registry; the owner of the
    * registry serves it. Without it no metric is collected.

@@ -23,7 +23,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, opts) => {
   fastify.removeContentTypeParser('text/plain')
 
   // Not `opts` itself: it carries the host's `prefix`, which autoload would apply twice.
-  const options: AppOptions = { config: opts.config, users: opts.users, validateToken: opts.validateToken, metrics: opts.metrics }
+  const options: AppOptions = { config: opts.config, users: opts.users, validateToken: opts.validateToken, isRevoked: opts.isRevoked, metrics: opts.metrics }
   await fastify.register(AutoLoad, { dir: join(root, 'plugins'), options })
 
   // These routes take small JSON bodies: a tighter limit than Fastify's 1 MiB default.

@@ -29,7 +29,7 @@ export const ConfigSchema = Type.Object({
     pattern: '^(postgres|postgresql|pglite)://.+',
     description: 'Unset: cats in memory; `postgres://…` a PostgreSQL server; `pglite://<directory>` or `pglite://memory` embedded PostgreSQL'
   })),
-  REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://.+', description: '`redis://…`: the failed-login counters are shared by every instance' })),
+  REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://.+', description: '`redis://…`: the failed-login counters and the logout denylist are shared by every instance (Redis 7 or later)' })),
   REDIS_KEY_PREFIX: Type.String({ default: 'cats-api:', description: 'Prefix of every Redis key the service writes, so several deployments can share one Redis' }),
   CATS_MAX: Type.Integer({ minimum: 1, default: 50_000, description: 'Most cats stored; past it `POST /cats` gets 507' }),
   WRITE_HEAP_RATIO: Type.Number({
@@ -65,6 +65,8 @@ export const ConfigSchema = Type.Object({
     description: 'Failed logins from one client address across all usernames, within `LOGIN_CLIENT_FAILURE_WINDOW`, past which the address is refused for every username'
   }),
   LOGIN_CLIENT_FAILURE_WINDOW: Type.String({ ...Duration, default: '15m', description: 'The window in which a client address\'s failures count' }),
+  REFRESH_TOKENS: Type.Boolean({ default: false, description: '`true`: login also returns a `refresh_token`, exchanged at `POST /auth/refresh` (see Sessions)' }),
+  REFRESH_TOKEN_TTL: Type.String({ ...Duration, default: '30d', description: 'Lifetime of a refresh token: a whole number and `s`, `m`, `h` or `d`' }),
   HASH_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 2, description: 'Password hashes computed at once' }),
   HASH_QUEUE_MAX: Type.Integer({ minimum: 0, default: 100, description: 'Logins waiting for a hash; beyond that 503' }),
   HASH_QUEUE_WAIT_MS: Type.Integer({ minimum: 1, default: 3000, description: 'Longest a login waits for a hash, in milliseconds; beyond that 503 with Retry-After' }),

@@ -21,7 +21,7 @@ export type { Identity } from './auth/schemas.js'
  * The settings, signer and user store it needs stay in a scope of their own.
  */
 const tokenGuard: FastifyPluginAsync<AppOptions> = async (fastify, opts) => {
-  const options: AppOptions = { config: opts.config, users: opts.users, validateToken: opts.validateToken }
+  const options: AppOptions = { config: opts.config, users: opts.users, validateToken: opts.validateToken, isRevoked: opts.isRevoked }
   await fastify.register(async (guardScope) => {
     await guardScope.register(config, options)
     // No registry is passed: the guard measures nothing of its own.

@@ -45,10 +45,11 @@ const login: FastifyPluginAsyncTypebox = async (fastify) => {
     const user = await fastify.users.verifyCredentials(username, password, clientGone.signal)
     if (user === undefined) throw new InvalidCredentials()
     await fastify.loginProtection.succeeded(attempt)
-    const accessToken = fastify.jwt.sign({ sub: user.id, username: user.username })
+    // A new session: the access token carries its id (sid) and a jti of its own, plus a refresh token when they are on.
+    const { accessToken, refreshToken } = await fastify.sessions.start(user)
     // RFC 6749 §5.1: token responses must not be cached.
     reply.header('cache-control', 'no-store')
-    return { access_token: accessToken, token_type: 'Bearer' as const, expires_in: expiresIn }
+    return { access_token: accessToken, token_type: 'Bearer' as const, expires_in: expiresIn, refresh_token: refreshToken }
   })
 }
 

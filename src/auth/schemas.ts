@@ -15,17 +15,46 @@ export type LoginBody = Static<typeof LoginBody>
 export const LoginReply = Type.Object({
   access_token: Type.String({ description: 'Signed JWT (HS256)' }),
   token_type: Type.Literal('Bearer'),
-  expires_in: Type.Integer({ description: 'Lifetime of the token in seconds' })
+  expires_in: Type.Integer({ description: 'Lifetime of the token in seconds' }),
+  refresh_token: Type.Optional(Type.String({
+    description: 'Only with refresh tokens on: an opaque token for `POST /auth/refresh`, good for one use'
+  }))
 }, { $id: 'LoginResponse', description: 'An access token for the Authorization header (`Bearer <token>`)' })
 export type LoginReply = Static<typeof LoginReply>
+
+/** A refresh token, as login and refresh hand it out (checked for its exact form by the session service: a wrong one is a 401, not a 400). */
+export const RefreshBody = Type.Object({
+  refresh_token: Type.String({ minLength: 1, maxLength: 1024 })
+}, { additionalProperties: false, examples: [{ refresh_token: 'q3v6Zq0Xy6W1aQm4b2X9cT8sV5nL7kP0jH3gF1dS4eA' }] })
+export type RefreshBody = Static<typeof RefreshBody>
+
+/** A fresh access token and the refresh token that replaces the one presented. */
+export const RefreshReply = Type.Composite([
+  Type.Omit(LoginReply, ['refresh_token']),
+  Type.Object({ refresh_token: Type.String({ description: 'The next refresh token; the one presented no longer works' }) })
+], {
+  examples: [{
+    access_token: 'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOjEsInVzZXJuYW1lIjoiam9obiJ9.signature',
+    token_type: 'Bearer',
+    expires_in: 3600,
+    refresh_token: 'Vb1x0Jm6n8Qw2Zr4Tk7Yp3Hs9Lc5Df1Ga6Ue8Io0Pq2'
+  }]
+})
+export type RefreshReply = Static<typeof RefreshReply>
 
 export const UserId = Type.Union([Type.Integer(), Type.String({ minLength: 1 })], { description: 'The user id (the token\'s sub)' })
 export type UserId = Static<typeof UserId>
 
+const RandomId = Type.String({ minLength: 1, maxLength: 64 })
+
 /** Claims the service signs into every access token. */
 export const TokenClaims = Type.Object({
   sub: UserId,
-  username: Type.String({ minLength: 1 })
+  username: Type.String({ minLength: 1 }),
+  /** This token's own id: logout denies it. */
+  jti: RandomId,
+  /** The session (one login and every token refreshed from it): reuse of a refresh token or logout ends it all. */
+  sid: RandomId
 })
 export type TokenClaims = Static<typeof TokenClaims>
 

@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify'
-import type { Identity, TokenClaims } from './schemas.js'
+import type { Identity, TokenClaims, VerifiedClaims } from './schemas.js'
 import type { UserStore } from './users.js'
 
 /**
@@ -7,6 +7,12 @@ import type { UserStore } from './users.js'
  * request's identity, or undefined to refuse the token (401).
  */
 export type ValidateToken = (claims: TokenClaims, request: FastifyRequest) => Identity | undefined | Promise<Identity | undefined>
+
+/**
+ * A host's own revocation check, consulted by the guard after the service's
+ * denylist: true refuses the token (401).
+ */
+export type IsRevoked = (claims: VerifiedClaims, request: FastifyRequest) => boolean | Promise<boolean>
 
 /** How far ahead of this server's clock a token's issue time may be (clock skew between instances). */
 export const MAX_ISSUED_AHEAD_SECONDS = 60

@@ -1,8 +1,10 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { CatTooLargeError, CollectionFullError, IdempotencyKeyInUseError, IdempotencyKeyReusedError, StoreUnavailableError } from '../cats/store-errors.js'
+import { SessionStoreUnavailableError } from '../auth/session-errors.js'
 import { errorBody } from './error-body.js'
 import {
-  CatTooLarge, CollectionFull, IdempotencyKeyInUse, IdempotencyKeyReused, InternalError, isServiceError, retryAfterFor, RouteNotFound, StoreUnavailable
+  CatTooLarge, CollectionFull, IdempotencyKeyInUse, IdempotencyKeyReused, InternalError, isServiceError, retryAfterFor, RouteNotFound, SessionStoreUnavailable,
+  StoreUnavailable
 } from './errors.js'
 import { toIssues, type FieldError } from './validation-issues.js'
 
@@ -27,6 +29,7 @@ function fromDomain (error: ThrownError): ThrownError {
   if (error instanceof IdempotencyKeyInUseError) return new IdempotencyKeyInUse()
   if (error instanceof IdempotencyKeyReusedError) return new IdempotencyKeyReused()
   if (error instanceof StoreUnavailableError) return new StoreUnavailable({ cause: error.cause })
+  if (error instanceof SessionStoreUnavailableError) return new SessionStoreUnavailable({ cause: error.cause })
   return error
 }
 

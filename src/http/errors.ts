@@ -47,6 +47,8 @@ export const TooManyLoginsInProgress = define('AUTH_ERR_LOGINS_IN_PROGRESS', 'To
 export const LoginWaitedTooLong = define('AUTH_ERR_LOGIN_WAITED_TOO_LONG', 'The login waited too long for its turn; retry shortly', 503, 1)
 // 499 (client closed request): the client is gone, so nobody reads this; it keeps the log free of errors.
 export const LoginAbandoned = define('AUTH_ERR_LOGIN_ABANDONED', 'The client closed the connection before the login was checked', 499)
+export const InvalidRefreshToken = define('AUTH_ERR_INVALID_REFRESH_TOKEN', 'Invalid, expired or already used refresh token', 401)
+export const SessionStoreUnavailable = define('AUTH_ERR_SESSION_STORE_UNAVAILABLE', 'Sessions are unavailable: the session store cannot be reached; retry shortly', 503, 5)
 
 // Cats
 export const CollectionFull = define<[maxCats: number]>('CATS_ERR_COLLECTION_FULL', 'The collection is full (%s cats); delete some first', 507)

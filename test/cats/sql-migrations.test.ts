@@ -36,6 +36,8 @@ const freshSchemaName = (): string => `cats_test_${randomBytes(6).toString('hex'
 const tom = { name: 'Tom', age: 3, breed: 'Siamese' }
 const cats = { version: 1, name: 'cats' }
 const idempotencyKeys = { version: 2, name: 'idempotency-keys' }
+const sessions = { version: 3, name: 'sessions' }
+const pending = [{ ...cats, appliedAt: undefined, known: true }, { ...idempotencyKeys, appliedAt: undefined, known: true }, { ...sessions, appliedAt: undefined, known: true }]
 
 async function tableExists (client: SqlClient, table: string): Promise<boolean> {
   const [row] = await client.query<{ exists: boolean }>('SELECT to_regclass($1) IS NOT NULL AS exists', [table])
@@ -59,9 +61,9 @@ function migrationSuite (t: Test, openSchema: SchemaFactory): void {
     await store.update(3, { toy: 'ball' })
     const before = (await store.page(0, 1000)).items
 
-    t.strictSame(await migrationStatus(client), [{ ...cats, appliedAt: undefined, known: true }, { ...idempotencyKeys, appliedAt: undefined, known: true }], 'pending before')
+    t.strictSame(await migrationStatus(client), pending, 'pending before')
     const since = Date.now()
-    t.strictSame(await migrate(client), [cats, idempotencyKeys], 'the migrations are recorded')
+    t.strictSame(await migrate(client), [cats, idempotencyKeys, sessions], 'migration 1 is recorded, then the later ones applied')
     const [status] = await migrationStatus(client)
     t.match(status, { ...cats, known: true })
     ranRecently(t, status.appliedAt, since)
@@ -74,16 +76,18 @@ function migrationSuite (t: Test, openSchema: SchemaFactory): void {
 
   t.test('an empty schema gets every migration; status before that changes nothing', async (t) => {
     const client = await openSchema(t)
-    t.strictSame(await migrationStatus(client), [{ ...cats, appliedAt: undefined, known: true }, { ...idempotencyKeys, appliedAt: undefined, known: true }])
+    t.strictSame(await migrationStatus(client), pending)
     t.equal(await tableExists(client, MIGRATIONS_TABLE), false, 'status creates no table')
     const since = Date.now()
-    t.strictSame(await migrate(client), [cats, idempotencyKeys])
+    t.strictSame(await migrate(client), [cats, idempotencyKeys, sessions])
     const [status] = await migrationStatus(client)
     ranRecently(t, status.appliedAt, since)
     const store = new SqlCatsStore(client)
     t.strictSame(await store.create(tom), { id: 1, ...tom })
     const [{ count }] = await client.query<{ count: string }>(`SELECT count(*) FROM ${MIGRATIONS_TABLE} WHERE version > 0`)
     t.equal(Number(count), 2)
+    t.equal(await tableExists(client, 'revoked_tokens'), true)
+    t.equal(await tableExists(client, 'refresh_tokens'), true)
   })
 
   t.test('a migration file changed after it ran stops the run, and the run changes nothing', async (t) => {
@@ -172,7 +176,7 @@ if (serverUrl === undefined || serverUrl === '') {
         const results = await Promise.all([migrate(first), migrate(second)])
         t.strictSame(results.map((applied) => applied.length).sort(), [0, 2], `round ${round}: one instance applied them, the other found them done`)
         const rows = await first.query<{ version: number }>(`SELECT version::integer AS version FROM ${MIGRATIONS_TABLE} WHERE version > 0`)
-        t.strictSame(rows, [{ version: 1 }, { version: 2 }], `round ${round}: each recorded once`)
+        t.strictSame(rows, [{ version: 1 }, { version: 2 }, { version: 3 }], `round ${round}: each recorded once`)
         t.equal(await new SqlCatsStore(second).count(), 0)
       }
     })

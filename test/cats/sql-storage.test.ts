@@ -247,9 +247,10 @@ t.test('start-up logs each migration it applies, and nothing on a database alrea
     return log.text()
   }
   const first = (await startLogged()).split('\n').filter((line) => line.includes('applied database migration'))
-  t.equal(first.length, 2)
+  t.equal(first.length, 3)
   t.match(JSON.parse(first[0]), { version: 1, name: 'cats', msg: 'applied database migration' })
   t.match(JSON.parse(first[1]), { version: 2, name: 'idempotency-keys', msg: 'applied database migration' })
+  t.match(JSON.parse(first[2]), { version: 3, name: 'sessions', msg: 'applied database migration' })
   t.notMatch(await startLogged(), /applied database migration/)
 })
 

@@ -182,7 +182,7 @@ t.test('request ids: any other or missing x-request-id is replaced by a new UUID
 
 t.test('errors and logs: a 5xx is logged with its request id and answered generically', async (t) => {
   const { app, logs } = await withCapturedLogs(t)
-  const token = app.jwt.sign({ sub: 1, username: 'crash' })
+  const token = tokenFor(app, 1, 'crash')
   const res = await app.inject({ url: '/profile', headers: { ...bearer(token), 'x-request-id': CLIENT_REQUEST_ID } })
   t.equal(res.statusCode, 500)
   t.equal(res.json().message, 'An internal error occurred')

@@ -25,7 +25,7 @@ t.test('a raw Node request is serialized alike, its query string redacted', asyn
 // D25: every place a client can put a secret, through the compiled server's own logger.
 for (const level of ['trace', 'info']) {
   t.test(`no token, password or refresh token in the server's log at LOG_LEVEL=${level}`, async (t) => {
-    const server = await startServer({ LOG_LEVEL: level })
+    const server = await startServer({ LOG_LEVEL: level, REFRESH_TOKENS: 'true' })
     t.teardown(() => { server.child.kill('SIGKILL') })
     const { base } = server
     const password = 'changeme' // john's demo password: the login below succeeds
@@ -36,11 +36,17 @@ for (const level of ['trace', 'info']) {
     })
     t.equal(login.status, 200)
     const loginBody: unknown = await login.json()
-    const token = typeof loginBody === 'object' && loginBody !== null && 'access_token' in loginBody ? String(loginBody.access_token) : ''
+    const field = (body: unknown, name: string): string => typeof body === 'object' && body !== null && name in body ? String(Reflect.get(body, name)) : ''
+    const token = field(loginBody, 'access_token')
     t.match(token, /^[\w-]+\.[\w-]+\.[\w-]+$/)
-    const refreshToken = randomBytes(32).toString('base64url')
-    const secrets = { token, password, refreshToken }
+    const issuedRefreshToken = field(loginBody, 'refresh_token')
+    t.match(issuedRefreshToken, /^[\w-]{43}$/)
     const json = { 'content-type': 'application/json' }
+    // A second session, ended by the logout below.
+    const second = await fetch(`${base}/auth/login`, { method: 'POST', headers: json, body: JSON.stringify({ username: 'john', password }) })
+    const secondToken = field(await second.json(), 'access_token')
+    const refreshToken = randomBytes(32).toString('base64url')
+    const secrets = { token, password, refreshToken, issuedRefreshToken, secondToken }
 
     const requests: Array<[string, RequestInit]> = [
       ['/profile', { headers: { authorization: `Bearer ${token}` } }],
@@ -56,7 +62,14 @@ for (const level of ['trace', 'info']) {
       ['/cats', { headers: { cookie: `token=${token}; refresh_token=${refreshToken}; password=${password}` } }],
       ['/cats', { headers: { 'x-request-id': token } }],
       ['/cats', { headers: { 'x-request-id': refreshToken } }],
-      ['/cats', { headers: { 'x-request-id': password } }]
+      ['/cats', { headers: { 'x-request-id': password } }],
+      ['/auth/refresh', { method: 'POST', headers: json, body: JSON.stringify({ refresh_token: issuedRefreshToken }) }],
+      ['/auth/refresh', { method: 'POST', headers: json, body: JSON.stringify({ refresh_token: issuedRefreshToken }) }],
+      [`/auth/refresh?refresh_token=${refreshToken}`, { method: 'POST', headers: json, body: JSON.stringify({ refresh_token: refreshToken }) }],
+      ['/auth/refresh', { method: 'POST', headers: json, body: `{"refresh_token":"${issuedRefreshToken}` }],
+      ['/auth/logout', { method: 'POST', headers: { authorization: `Bearer ${secondToken}` } }],
+      ['/auth/logout', { method: 'POST', headers: { authorization: `Bearer ${secondToken}` } }],
+      ['/profile', { headers: { authorization: `Bearer ${secondToken}` } }]
     ]
     const statuses: number[] = []
     for (const [path, init] of requests) {
@@ -64,7 +77,7 @@ for (const level of ['trace', 'info']) {
       await response.arrayBuffer()
       statuses.push(response.status)
     }
-    t.strictSame(statuses, [200, 401, 200, 401, 404, 401, 201, 400, 400, 200, 200, 200, 200, 200], 'every request was answered')
+    t.strictSame(statuses, [200, 401, 200, 401, 404, 401, 201, 400, 400, 200, 200, 200, 200, 200, 200, 401, 401, 400, 204, 401, 401], 'every request was answered')
 
     server.child.kill('SIGTERM')
     await new Promise((resolve) => server.child.once('exit', resolve))

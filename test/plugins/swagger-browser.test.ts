@@ -85,7 +85,7 @@ async function driveDocs (t: Test, base: string, prefix: string): Promise<void> 
     const { page, log, problems } = await watchedPage(context)
     await page.goto(`${base}${docsPath}`, { waitUntil: 'load' })
     await page.locator('.opblock').first().waitFor()
-    t.equal(await page.locator('.opblock').count(), 9, `${docsPath}: every operation is listed`)
+    t.equal(await page.locator('.opblock').count(), 10, `${docsPath}: every operation is listed`)
     await page.waitForLoadState('networkidle')
     t.strictSame(problems, [], `${docsPath}: no console error, CSP violation or failed request while loading`)
     t.comment(`${docsPath} console log (${log.length} lines)${log.map((line) => `\n  ${line}`).join('')}`)

@@ -22,7 +22,7 @@ t.test('OpenAPI 3.1 at /docs/json documents every route, status and the bearer s
   const doc = res.json()
   t.equal(doc.openapi, '3.1.0')
   t.strictSame(doc.components.securitySchemes.bearerAuth, { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' })
-  t.strictSame(Object.keys(doc.paths).sort(), ['/auth/login', '/cats', '/cats/{id}', '/health', '/health/ready', '/profile'])
+  t.strictSame(Object.keys(doc.paths).sort(), ['/auth/login', '/auth/logout', '/cats', '/cats/{id}', '/health', '/health/ready', '/profile'])
   const op = (path: string, method: string): Operation => doc.paths[path][method]
   t.strictSame(Object.keys(op('/auth/login', 'post').responses).sort(), ['200', '400', '401', '413', '415', '429', '503'])
   t.strictSame(Object.keys(op('/cats', 'post').responses).sort(), ['201', '400', '409', '413', '415', '422', '503', '507'])
@@ -148,6 +148,26 @@ t.test('under a host prefix, /api/docs links its assets inside the prefix, with 
       t.equal((await host.inject(asset)).statusCode, 200, `${page}: ${asset} is served`)
     }
   }
+})
+
+t.test('the session operations: logout always, refresh with refresh tokens on, with their errors and examples', async (t) => {
+  const app = await build(t, { REFRESH_TOKENS: true })
+  const doc = (await app.inject('/docs/json')).json()
+  const logout = doc.paths['/auth/logout'].post
+  t.equal(logout.operationId, 'logout')
+  t.strictSame(logout.security, [{ bearerAuth: [] }])
+  t.strictSame(Object.keys(logout.responses).sort(), ['204', '401', '503'])
+  const refresh = doc.paths['/auth/refresh'].post
+  t.equal(refresh.operationId, 'refreshToken')
+  t.equal(refresh.security, undefined, 'the refresh token is the credential')
+  t.strictSame(Object.keys(refresh.responses).sort(), ['200', '400', '401', '413', '415', '503'])
+  t.strictSame(refresh.requestBody.content['application/json'].schema.required, ['refresh_token'])
+  t.match(refresh.requestBody.content['application/json'].example, { refresh_token: /^[\w-]{43}$/ })
+  t.match(refresh.responses['200'].content['application/json'].schema.required, ['access_token', 'token_type', 'expires_in', 'refresh_token'])
+  t.ok(refresh.responses['200'].content['application/json'].example, 'the reply has an example')
+  const login = doc.paths['/auth/login'].post.responses['200'].content['application/json'].schema
+  t.notOk(login.required.includes('refresh_token'), 'refresh_token is optional in the login reply')
+  t.ok(login.properties.refresh_token)
 })
 
 t.test('the login body carries a working example, which Swagger UI pre-fills', async (t) => {

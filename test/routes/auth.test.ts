@@ -21,7 +21,7 @@ t.test('valid credentials get 200 with a bearer token', async (t) => {
   t.equal(res.headers['cache-control'], 'no-store', 'RFC 6749: the token response is not cached')
 })
 
-t.test('the token is HS256 with sub, username, iat and exp = iat + 60m', async (t) => {
+t.test('the token is HS256 with sub, username, jti, sid, iat and exp = iat + 60m', async (t) => {
   const app = await build(t)
   const before = Math.floor(Date.now() / 1000)
   const { access_token: token } = (await app.inject(login('chris', 'secret'))).json()
@@ -31,7 +31,12 @@ t.test('the token is HS256 with sub, username, iat and exp = iat + 60m', async (
   t.equal(claims.username, 'chris')
   t.equal(Number(claims.exp) - Number(claims.iat), 3600)
   t.ok(Number(claims.iat) >= before)
-  t.strictSame(Object.keys(claims).sort(), ['alg', 'exp', 'iat', 'sub', 'username'])
+  t.strictSame(Object.keys(claims).sort(), ['alg', 'exp', 'iat', 'jti', 'sid', 'sub', 'username'])
+  t.match(claims.jti, /^[\w-]{16,}$/, 'a random token id')
+  t.match(claims.sid, /^[\w-]{16,}$/, 'a random session id')
+  const again = decode((await app.inject(login('chris', 'secret'))).json().access_token)
+  t.not(again.jti, claims.jti, 'each token has its own id')
+  t.not(again.sid, claims.sid, 'each login starts its own session')
   // Signed with JWT_SECRET: an independent verifier with the same secret accepts it.
   t.doesNotThrow(() => app.jwt.verify(token))
 })

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { createHmac } from 'node:crypto'
+import { createHmac, randomUUID } from 'node:crypto'
 import { createSigner } from 'fast-jwt'
 import { build, bearer, tokenFor, TEST_SECRET } from '../support/app.js'
 
@@ -12,7 +12,7 @@ function forge (header: Record<string, unknown>, claims: Record<string, unknown>
   return `${unsigned}.${createHmac(hmac, secret).update(unsigned).digest('base64url')}`
 }
 
-const validClaims = (): Record<string, unknown> => ({ sub: 1, username: 'john', iat: now(), exp: now() + 600 })
+const validClaims = (): Record<string, unknown> => ({ sub: 1, username: 'john', jti: randomUUID(), sid: randomUUID(), iat: now(), exp: now() + 600 })
 
 t.test('a valid token gets 200 with userId and username', async (t) => {
   const app = await build(t)
@@ -115,7 +115,7 @@ t.test('every broken or forged token gets 401 invalid_token, never a 500', async
 t.test('a token signed by fast-jwt with the same secret and claims is accepted (control case)', async (t) => {
   const app = await build(t)
   const sign = createSigner({ key: TEST_SECRET, algorithm: 'HS256', expiresIn: 60_000 })
-  const res = await app.inject({ url: '/profile', headers: bearer(sign({ sub: 1, username: 'john' })) })
+  const res = await app.inject({ url: '/profile', headers: bearer(sign({ sub: 1, username: 'john', jti: randomUUID(), sid: randomUUID() })) })
   t.equal(res.statusCode, 200)
 })
 

@@ -1,4 +1,5 @@
 import { Writable } from 'node:stream'
+import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import Fastify, { type FastifyInstance, type InjectOptions } from 'fastify'
 import fp from 'fastify-plugin'
@@ -60,9 +61,9 @@ export async function build (t: Test, config: Partial<ConfigInput> = {}, options
   return app
 }
 
-/** A token as the service signs it for a demo user. */
+/** A token as the service signs it for a demo user, in a session of its own. */
 export function tokenFor (app: FastifyInstance, sub: number | string = 1, username = 'john'): string {
-  return app.jwt.sign({ sub, username })
+  return app.jwt.sign({ sub, username, jti: randomUUID(), sid: randomUUID() })
 }
 
 export const bearer = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` })

@@ -1,0 +1,31 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
+import { BEARER_SECURITY, ErrorReply } from '../../src/http/schemas.js'
+import { InvalidToken } from '../../src/http/errors.js'
+
+const logout: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.post('/logout', {
+    onRequest: fastify.authenticate,
+    schema: {
+      tags: ['auth'],
+      operationId: 'logout',
+      summary: 'End the session of the access token',
+      description: 'The access token presented is refused (401) from then on, by every instance, until it would have expired. ' +
+        'With refresh tokens on, the whole session ends: its refresh tokens stop working and so do the other access tokens issued through them.',
+      security: BEARER_SECURITY,
+      response: {
+        204: Type.Null({ description: 'Logged out' }),
+        401: ErrorReply,
+        503: ErrorReply
+      }
+    }
+  }, async (request, reply) => {
+    // The guard ran first and set the claims: a request without them never gets here.
+    /* c8 ignore next */
+    if (request.tokenClaims === null) throw new InvalidToken()
+    await fastify.sessions.end(request.tokenClaims)
+    return reply.code(204).send(null)
+  })
+}
+
+export default logout

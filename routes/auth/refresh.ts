@@ -1,0 +1,30 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { RefreshBody, RefreshReply } from '../../src/auth/schemas.js'
+import { ErrorReply } from '../../src/http/schemas.js'
+import { durationToSeconds } from '../../src/config.js'
+import { InvalidRefreshToken } from '../../src/http/errors.js'
+
+/** Present only with refresh tokens on (REFRESH_TOKENS=true); otherwise the route does not exist (404). */
+const refresh: FastifyPluginAsyncTypebox = async (fastify) => {
+  if (!fastify.sessions.refreshEnabled) return
+  const expiresIn = durationToSeconds(fastify.config.JWT_EXPIRES_IN)
+
+  fastify.post('/refresh', {
+    schema: {
+      tags: ['auth'],
+      operationId: 'refreshToken',
+      summary: 'Exchange a refresh token for a new access token and a new refresh token',
+      description: 'The refresh token presented stops working. Presenting it again ends its whole session: ' +
+        'its refresh tokens and every access token issued through it are refused from then on.',
+      body: RefreshBody,
+      response: { 200: RefreshReply, 400: ErrorReply, 401: ErrorReply, 413: ErrorReply, 415: ErrorReply, 503: ErrorReply }
+    }
+  }, async (request, reply) => {
+    const tokens = await fastify.sessions.refresh(request.body.refresh_token)
+    if (tokens === undefined) throw new InvalidRefreshToken()
+    reply.header('cache-control', 'no-store')
+    return { access_token: tokens.accessToken, token_type: 'Bearer' as const, expires_in: expiresIn, refresh_token: tokens.refreshToken }
+  })
+}
+
+export default refresh

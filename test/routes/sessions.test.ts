@@ -1,0 +1,258 @@
+import { randomBytes } from 'node:crypto'
+import t, { type Test } from 'tap'
+import pg from 'pg'
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import type { ConfigInput } from '../../src/config.js'
+import type { AppOptions } from '../../src/app-options.js'
+import { bearer, build, createApp, tokenFor } from '../support/app.js'
+import { closedPort } from '../support/ports.js'
+
+/**
+ * Logout and refresh tokens over HTTP, per store: memory, PGlite in process,
+ * and the PostgreSQL and Redis servers of TEST_DATABASE_URL / TEST_REDIS_URL,
+ * where two apps on one database (or one Redis) stand for two instances.
+ */
+
+const { TEST_DATABASE_URL, TEST_REDIS_URL } = process.env
+type Config = Partial<ConfigInput>
+/** Opens one more app on the store of this test (the same database or Redis for every call within a test). */
+type Instances = (t: Test) => (config?: Config, options?: Omit<AppOptions, 'config'>) => Promise<FastifyInstance>
+
+interface Tokens { access_token: string, refresh_token?: string }
+const REFRESH_ON: Config = { REFRESH_TOKENS: true }
+
+async function login (app: FastifyInstance, username = 'john', password = 'changeme'): Promise<Tokens> {
+  const res = await app.inject({ method: 'POST', url: '/auth/login', payload: { username, password } })
+  if (res.statusCode !== 200) throw new Error(`login failed: ${res.statusCode} ${res.body}`)
+  return res.json()
+}
+const profile = (app: FastifyInstance, token: string): Promise<LightMyRequestResponse> =>
+  app.inject({ url: '/profile', headers: bearer(token) })
+const logout = (app: FastifyInstance, token: string): Promise<LightMyRequestResponse> =>
+  app.inject({ method: 'POST', url: '/auth/logout', headers: bearer(token) })
+const refresh = (app: FastifyInstance, refreshToken: unknown): Promise<LightMyRequestResponse> =>
+  app.inject({ method: 'POST', url: '/auth/refresh', payload: { refresh_token: refreshToken } })
+const claimsOf = (token: string): Record<string, unknown> => JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString())
+
+function refusedToken (t: Test, res: LightMyRequestResponse, name: string): void {
+  t.equal(res.statusCode, 401, name)
+  t.equal(res.headers['www-authenticate'], 'Bearer error="invalid_token"', name)
+  t.equal(res.json().code, 'AUTH_ERR_INVALID_TOKEN', name)
+}
+
+function refusedRefresh (t: Test, res: LightMyRequestResponse, name: string): void {
+  t.equal(res.statusCode, 401, name)
+  t.strictSame(res.json(), {
+    statusCode: 401, error: 'Unauthorized', message: 'Invalid, expired or already used refresh token', code: 'AUTH_ERR_INVALID_REFRESH_TOKEN'
+  }, name)
+}
+
+function sessionSuite (t: Test, instances: Instances): void {
+  t.test('logout: 204, then the token is refused; other sessions of the same user go on', async (t) => {
+    const app = await instances(t)()
+    const mine = await login(app)
+    const other = await login(app)
+    t.equal((await profile(app, mine.access_token)).statusCode, 200)
+    const res = await logout(app, mine.access_token)
+    t.equal(res.statusCode, 204)
+    t.equal(res.body, '')
+    refusedToken(t, await profile(app, mine.access_token), 'the logged-out token on /profile')
+    refusedToken(t, await logout(app, mine.access_token), 'a second logout with it')
+    t.equal((await profile(app, other.access_token)).statusCode, 200, 'another login of the same user is unaffected')
+  })
+
+  t.test('logout needs a valid bearer token', async (t) => {
+    const app = await instances(t)()
+    const missing = await app.inject({ method: 'POST', url: '/auth/logout' })
+    t.equal(missing.statusCode, 401)
+    t.equal(missing.json().code, 'AUTH_ERR_MISSING_TOKEN')
+    refusedToken(t, await logout(app, 'not.a.token'), 'a malformed token')
+  })
+
+  t.test('refresh off (the default): no refresh_token at login, and /auth/refresh does not exist', async (t) => {
+    const app = await instances(t)()
+    const tokens = await login(app)
+    t.strictSame(Object.keys(tokens).sort(), ['access_token', 'expires_in', 'token_type'])
+    const res = await refresh(app, randomBytes(32).toString('base64url'))
+    t.equal(res.statusCode, 404)
+    t.equal(res.json().code, 'HTTP_ERR_ROUTE_NOT_FOUND')
+  })
+
+  t.test('refresh rotates: a new access token in the same session and a new refresh token; the old one stops working', async (t) => {
+    const app = await instances(t)(REFRESH_ON)
+    const first = await login(app)
+    t.match(first.refresh_token, /^[A-Za-z0-9_-]{43}$/, '256 random bits, base64url')
+    const res = await refresh(app, first.refresh_token)
+    t.equal(res.statusCode, 200)
+    t.equal(res.headers['cache-control'], 'no-store')
+    const second: Tokens = res.json()
+    t.strictSame(Object.keys(second).sort(), ['access_token', 'expires_in', 'refresh_token', 'token_type'])
+    t.not(second.refresh_token, first.refresh_token)
+    const [before, after] = [claimsOf(first.access_token), claimsOf(second.access_token)]
+    t.equal(after.sid, before.sid, 'the same session')
+    t.not(after.jti, before.jti, 'a token of its own')
+    t.strictSame((await profile(app, second.access_token)).json(), { userId: 1, username: 'john' })
+    t.equal((await profile(app, first.access_token)).statusCode, 200, 'the earlier access token lives on until it expires')
+    const third = await refresh(app, second.refresh_token)
+    t.equal(third.statusCode, 200, 'the new refresh token works')
+  })
+
+  t.test('reuse of a rotated refresh token: 401, and the whole session ends', async (t) => {
+    const app = await instances(t)(REFRESH_ON)
+    const first = await login(app)
+    const bystander = await login(app)
+    const second: Tokens = (await refresh(app, first.refresh_token)).json()
+    refusedRefresh(t, await refresh(app, first.refresh_token), 'the rotated token presented again')
+    refusedRefresh(t, await refresh(app, second.refresh_token), 'the current refresh token of the session')
+    refusedToken(t, await profile(app, second.access_token), 'the access token issued by the refresh')
+    refusedToken(t, await profile(app, first.access_token), 'the access token issued at login')
+    t.equal((await profile(app, bystander.access_token)).statusCode, 200, 'another session is unaffected')
+    t.equal((await refresh(app, bystander.refresh_token)).statusCode, 200)
+  })
+
+  t.test('logout ends the session: its refresh token and its other access tokens stop working', async (t) => {
+    const app = await instances(t)(REFRESH_ON)
+    const first = await login(app)
+    const second: Tokens = (await refresh(app, first.refresh_token)).json()
+    t.equal((await logout(app, first.access_token)).statusCode, 204)
+    refusedToken(t, await profile(app, second.access_token), 'a sibling access token')
+    refusedRefresh(t, await refresh(app, second.refresh_token), 'the session\'s refresh token')
+  })
+
+  t.test('unknown, malformed and expired refresh tokens get 401; a body without one gets 400', async (t) => {
+    const app = await instances(t)({ ...REFRESH_ON, REFRESH_TOKEN_TTL: '1s' })
+    refusedRefresh(t, await refresh(app, randomBytes(32).toString('base64url')), 'unknown')
+    refusedRefresh(t, await refresh(app, 'not a refresh token'), 'malformed')
+    refusedRefresh(t, await refresh(app, (await login(app)).access_token), 'an access token')
+    const { refresh_token: expiring } = await login(app)
+    await new Promise((resolve) => setTimeout(resolve, 1500))
+    refusedRefresh(t, await refresh(app, expiring), 'expired')
+    const bad = await app.inject({ method: 'POST', url: '/auth/refresh', payload: { refresh_token: 42 } })
+    t.equal(bad.statusCode, 400)
+    t.equal(bad.json().code, 'FST_ERR_VALIDATION')
+  })
+
+  t.test('two instances: a logout on A is refused on B', async (t) => {
+    const open = instances(t)
+    const [a, b] = [await open(REFRESH_ON), await open(REFRESH_ON)]
+    const { access_token: token } = await login(a)
+    t.equal((await profile(b, token)).statusCode, 200)
+    t.equal((await logout(a, token)).statusCode, 204)
+    refusedToken(t, await profile(b, token), 'on B')
+  })
+}
+
+/** Two instances share refresh tokens only through a database. */
+function sharedRefreshSuite (t: Test, instances: Instances): void {
+  t.test('two instances: a refresh token rotated on A and reused on B ends the session on both', async (t) => {
+    const open = instances(t)
+    const [a, b] = [await open(REFRESH_ON), await open(REFRESH_ON)]
+    const first = await login(a)
+    const second: Tokens = (await refresh(a, first.refresh_token)).json()
+    refusedRefresh(t, await refresh(b, first.refresh_token), 'reused on B')
+    refusedToken(t, await profile(a, second.access_token), 'the access token A issued, on A')
+    refusedToken(t, await profile(b, first.access_token), 'the first access token, on B')
+    refusedRefresh(t, await refresh(a, second.refresh_token), 'the current refresh token, on A')
+  })
+
+  t.test('a refresh for a user who no longer exists is refused and ends the session', async (t) => {
+    const open = instances(t)
+    const a = await open(REFRESH_ON)
+    const { refresh_token: token } = await login(a)
+    const b = await open(REFRESH_ON, { users: [] })
+    refusedRefresh(t, await refresh(b, token), 'on an instance that no longer has the user')
+    refusedRefresh(t, await refresh(a, token), 'the session ended')
+  })
+}
+
+t.test('memory', async (t) => {
+  const memory: Instances = (t) => (config = {}, options = {}) => build(t, config, options)
+  sessionSuite(t, (t) => {
+    // Two apps in memory share nothing: the "two instances" case needs one app seen twice.
+    let app: Promise<FastifyInstance> | undefined
+    return (config, options) => (app ??= memory(t)(config, options))
+  })
+
+  t.test('a host\'s own revocation check is consulted after the service\'s, with the claims and the request', async (t) => {
+    const seen: string[] = []
+    const app = await build(t, {}, {
+      isRevoked: async (claims, request) => {
+        seen.push(`${claims.username} ${request.url}`)
+        return claims.username === 'chris'
+      }
+    })
+    t.equal((await profile(app, tokenFor(app, 1, 'john'))).statusCode, 200)
+    refusedToken(t, await profile(app, tokenFor(app, 2, 'chris')), 'refused by the host')
+    const { access_token: token } = await login(app)
+    await logout(app, token)
+    seen.length = 0
+    refusedToken(t, await profile(app, token), 'logged out')
+    t.strictSame(seen, [], 'a token the service refused never reaches the host\'s check')
+    const sync = await build(t, {}, { isRevoked: () => true })
+    refusedToken(t, await profile(sync, tokenFor(sync)), 'a synchronous check')
+  })
+})
+
+t.test('PGlite in process', async (t) => {
+  sessionSuite(t, (t) => {
+    // pglite://memory is one database per app: as in memory, the "two instances" are one app.
+    let app: Promise<FastifyInstance> | undefined
+    return (config = {}, options = {}) => (app ??= build(t, { DATABASE_URL: 'pglite://memory', ...config }, options))
+  })
+})
+
+if (TEST_DATABASE_URL === undefined || TEST_DATABASE_URL === '') {
+  t.comment('TEST_DATABASE_URL is not set: the PostgreSQL server runs of the session tests were skipped')
+} else {
+  const serverUrl = TEST_DATABASE_URL
+  /** Apps on one fresh schema of the PostgreSQL server per test, optionally with the denylist in Redis. */
+  const onPostgres = (redisUrl?: string): Instances => (t) => {
+    const schema = `sessions_http_${randomBytes(6).toString('hex')}`
+    const apps: FastifyInstance[] = []
+    let created: Promise<void> | undefined
+    return async (config = {}, options = {}) => {
+      created ??= (async () => {
+        const admin = new pg.Client(serverUrl)
+        await admin.connect()
+        await admin.query(`CREATE SCHEMA ${schema}`)
+        t.teardown(async () => {
+          for (const app of apps) await app.close()
+          await admin.query(`DROP SCHEMA ${schema} CASCADE`)
+          await admin.end()
+        })
+      })()
+      await created
+      const url = new URL(serverUrl)
+      url.searchParams.set('options', `-c search_path=${schema}`)
+      const app = await createApp({ DATABASE_URL: url.href, ...(redisUrl !== undefined && { REDIS_URL: redisUrl }), ...config }, options)
+      apps.push(app)
+      // Redis connects after start-up, and commands are not queued meanwhile: wait until it is ready.
+      for (let wait = 0; (await app.inject('/health/ready')).statusCode !== 200; wait++) {
+        if (wait === 100) throw new Error('the app did not become ready within 10 s')
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+      return app
+    }
+  }
+  t.test('PostgreSQL server: two apps on one schema', async (t) => {
+    sessionSuite(t, onPostgres())
+    sharedRefreshSuite(t, onPostgres())
+  })
+  if (TEST_REDIS_URL === undefined || TEST_REDIS_URL === '') {
+    t.comment('TEST_REDIS_URL is not set: the Redis runs of the session tests were skipped')
+  } else {
+    const redisUrl = TEST_REDIS_URL
+    t.test('PostgreSQL server and Redis: the denylist in Redis, refresh tokens in the database', async (t) => {
+      sessionSuite(t, onPostgres(redisUrl))
+      sharedRefreshSuite(t, onPostgres(redisUrl))
+    })
+  }
+}
+
+t.test('the denylist\'s Redis out of reach: guarded routes answer 503 with a code, never accept the token', async (t) => {
+  const app = await build(t, { REDIS_URL: `redis://127.0.0.1:${await closedPort()}` })
+  const res = await profile(app, tokenFor(app))
+  t.equal(res.statusCode, 503)
+  t.equal(res.headers['retry-after'], '5')
+  t.equal(res.json().code, 'AUTH_ERR_SESSION_STORE_UNAVAILABLE')
+})
