@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import { BEARER_SECURITY, ErrorReply } from '../../src/http/schemas.js'
+import { BEARER_SECURITY } from '../../src/http/schemas.js'
+import { sessionsUnavailable, unauthorized } from '../../src/http/error-responses.js'
 import { InvalidToken } from '../../src/http/errors.js'
 
 const logout: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -15,8 +16,8 @@ const logout: FastifyPluginAsyncTypebox = async (fastify) => {
       security: BEARER_SECURITY,
       response: {
         204: Type.Null({ description: 'Logged out' }),
-        401: ErrorReply,
-        503: ErrorReply
+        401: unauthorized,
+        503: sessionsUnavailable
       }
     }
   }, async (request, reply) => {

@@ -1,6 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { RefreshBody, RefreshReply } from '../../src/auth/schemas.js'
-import { ErrorReply } from '../../src/http/schemas.js'
+import { NO_SECURITY } from '../../src/http/schemas.js'
+import {
+  badRequest, bodyTooLarge, invalidRefreshToken, sessionsUnavailable, unsupportedMediaType
+} from '../../src/http/error-responses.js'
 import { durationToSeconds } from '../../src/config.js'
 import { InvalidRefreshToken } from '../../src/http/errors.js'
 
@@ -16,8 +19,16 @@ const refresh: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'Exchange a refresh token for a new access token and a new refresh token',
       description: 'The refresh token presented stops working. Presenting it again ends its whole session: ' +
         'its refresh tokens and every access token issued through it are refused from then on.',
+      security: NO_SECURITY,
       body: RefreshBody,
-      response: { 200: RefreshReply, 400: ErrorReply, 401: ErrorReply, 413: ErrorReply, 415: ErrorReply, 503: ErrorReply }
+      response: {
+        200: RefreshReply,
+        400: badRequest('The body is not JSON, or refresh_token is missing or empty', 'body.refresh_token', 'must NOT have fewer than 1 characters'),
+        401: invalidRefreshToken,
+        413: bodyTooLarge,
+        415: unsupportedMediaType,
+        503: sessionsUnavailable
+      }
     }
   }, async (request, reply) => {
     const tokens = await fastify.sessions.refresh(request.body.refresh_token)

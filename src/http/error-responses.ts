@@ -1,6 +1,6 @@
 import { errorResponse, type ErrorExample, type ErrorReply } from './schemas.js'
 import {
-  CatTooLarge, CollectionFull, IdempotencyKeyInUse, IdempotencyKeyReused, InvalidCredentials, LoginWaitedTooLong, InvalidRequest, InvalidToken, LoginLimiterUnavailable, LowMemory,
+  InvalidRefreshToken, SessionStoreUnavailable, CatTooLarge, CollectionFull, IdempotencyKeyInUse, IdempotencyKeyReused, InvalidCredentials, LoginWaitedTooLong, InvalidRequest, InvalidToken, LoginLimiterUnavailable, LowMemory,
   MissingToken, Overloaded, StoreUnavailable, TooManyLoginAttempts, TooManyLoginsInProgress, type ServiceError
 } from './errors.js'
 
@@ -53,3 +53,9 @@ export const idempotencyKeyInUse = response(409, 'A request with this Idempotenc
   ...examples(new IdempotencyKeyInUse()))
 
 export const idempotencyKeyReused = response(422, 'This Idempotency-Key was used with a different body', ...examples(new IdempotencyKeyReused()))
+
+export const invalidRefreshToken = response(401, 'The refresh token is unknown, malformed, expired or already used (which ends its session)',
+  ...examples(new InvalidRefreshToken()))
+
+export const sessionsUnavailable = response(503, 'The session store cannot be reached, or the server is overloaded; retry after Retry-After seconds',
+  ...examples(new SessionStoreUnavailable(), new Overloaded()))
