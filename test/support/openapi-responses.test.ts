@@ -14,7 +14,8 @@ const document = {
             }
           }
         }
-      }
+      },
+      delete: { responses: { 204: { description: 'No content' } } }
     }
   },
   components: { schemas: { Cat: { type: 'object', required: ['id'], properties: { id: { type: 'integer' } } } } }
@@ -32,4 +33,7 @@ t.test('the response checker accepts what the document describes and names every
   t.match(check({ ...response, body: '{"id":"1"}' }), /^GET \/cats\/\{id\} 200: data\/id must be integer/)
   t.match(check({ ...response, contentType: 'text/plain', body: 'x' }), /must NOT have more than 0 characters/)
   t.throws(() => check({ ...response, body: 'not json' }), SyntaxError, 'a JSON media type whose body does not parse')
+  const noContent = { ...response, method: 'DELETE', statusCode: 204, contentType: 'undefined', body: '' }
+  t.equal(check(noContent), undefined, 'a 204 without a body, documented without content')
+  t.equal(check({ ...noContent, body: 'x' }), 'DELETE /cats/{id} 204: a body where the document has none')
 })

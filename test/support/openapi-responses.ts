@@ -37,6 +37,8 @@ export function openapiResponseChecker (openapiDocument: unknown): (response: Re
     const where = `${method} ${path} ${statusCode}`
     const documented = operation.responses[String(statusCode)]
     if (documented === undefined) return `${where}: status not documented`
+    // A response documented without content (a 204) must come without a body.
+    if (documented.content === undefined) return body === '' ? undefined : `${where}: a body where the document has none`
     const mediaType = contentType.split(';')[0].trim()
     if (documented.content?.[mediaType] === undefined) return `${where}: media type "${mediaType}" not documented`
     const pointer = ['paths', path, method.toLowerCase(), 'responses', String(statusCode), 'content', mediaType, 'schema'].map(segment).join('/')
