@@ -175,7 +175,7 @@ if (serverUrl === undefined || serverUrl === '') {
         const url = await freshSchema(t)
         const [first, second] = await Promise.all([open(t, url), open(t, url)])
         const results = await Promise.all([migrate(first), migrate(second)])
-        t.strictSame(results.map((applied) => applied.length).sort(), [0, 2], `round ${round}: one instance applied them, the other found them done`)
+        t.strictSame(results.map((applied) => applied.length).sort(), [0, 3], `round ${round}: one instance applied them, the other found them done`)
         const rows = await first.query<{ version: number }>(`SELECT version::integer AS version FROM ${MIGRATIONS_TABLE} WHERE version > 0`)
         t.strictSame(rows, [{ version: 1 }, { version: 2 }, { version: 3 }], `round ${round}: each recorded once`)
         t.equal(await new SqlCatsStore(second).count(), 0)
