@@ -74,7 +74,11 @@ export function createHarness (options: HarnessOptions): Harness {
       JWT_SECRET: secret,
       LOG_LEVEL: options.logLevel,
       METRICS_ENABLED: String(options.metrics === true),
-      CATS_MAX: String(CATS_MAX)
+      CATS_MAX: String(CATS_MAX),
+      // One load generator is one client address logging in as one user: the failed-login locks would turn the
+      // login scenarios into a flood of cheap 429s, which the baseline (no locks) does not answer.
+      LOGIN_MAX_FAILURES: '1000000000',
+      LOGIN_CLIENT_MAX_FAILURES: '1000000000'
     },
     baseline: { JWT_SECRET: secret, CATS_MAX: String(CATS_MAX) },
     floor: { FLOOR_CATS: '1000' }
