@@ -1,17 +1,15 @@
 import t, { type Test } from 'tap'
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
 import { once } from 'node:events'
-import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { loadConfig } from '../src/config.js'
 import { TEST_SECRET } from './support/app.js'
+import { startServer, type RunningServer } from './support/server.js'
 import { exchange, firstBody, head, jsonHead, parseJson, type HttpResponse } from './support/raw-http.js'
 
 // Fault tests over real sockets against one spawned compiled server: clients that
 // vanish, lie about Content-Length, drip headers, send huge headers or bodies.
 // The tests share the server and run in order; each leaves the cat store empty.
 
-const HOST = '127.0.0.1'
 const HEADERS_TIMEOUT_MS = 1500
 const REQUEST_TIMEOUT_MS = 5000
 /** The idle-socket timeout: longer than the others, so it never explains a close seen here. */
@@ -23,42 +21,16 @@ const { BODY_LIMIT } = loadConfig({ JWT_SECRET: TEST_SECRET })
 /** How often Node checks the header and request timeouts (src/http/server-options.ts). */
 const CHECK_INTERVAL_MS = 1000
 
-const serverFile = join(import.meta.dirname, '..', 'dist', 'src', 'server.js')
-
-interface Running {
-  child: ChildProcessWithoutNullStreams
-  port: number
-  output: () => string
-}
-
-/** Starts the compiled server on a free port (PORT=0) and waits for its listening line. */
-async function startServer (): Promise<Running> {
-  const child = spawn(process.execPath, [serverFile], {
-    env: {
-      PATH: process.env.PATH,
-      // The child runs the compiled files; keep their coverage out of the report of the .ts sources.
-      _TAPJS_PROCESSINFO_COVERAGE_: '0',
-      JWT_SECRET: TEST_SECRET,
-      PORT: '0',
-      HOST,
-      LOG_LEVEL: 'info',
-      HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
-      REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS),
-      CONNECTION_TIMEOUT_MS: String(CONNECTION_TIMEOUT_MS),
-      MAX_HEADER_BYTES: String(MAX_HEADER_BYTES)
-    }
+/** Starts the compiled server with the limits under test. */
+async function startLimitedServer (): Promise<{ child: RunningServer['child'], port: number, output: () => string }> {
+  const { child, base, output } = await startServer({
+    LOG_LEVEL: 'info',
+    HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
+    REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS),
+    CONNECTION_TIMEOUT_MS: String(CONNECTION_TIMEOUT_MS),
+    MAX_HEADER_BYTES: String(MAX_HEADER_BYTES)
   })
-  let output = ''
-  child.stderr.on('data', (chunk) => { output += String(chunk) })
-  const port = await new Promise<number>((resolve, reject) => {
-    child.stdout.on('data', (chunk) => {
-      output += String(chunk)
-      const match = /Server listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(output)
-      if (match !== null) resolve(Number(match[1]))
-    })
-    child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${output}`)))
-  })
-  return { child, port, output: () => output }
+  return { child, port: Number(new URL(base).port), output }
 }
 
 function base64url (value: unknown): string {
@@ -74,7 +46,7 @@ function forgedToken (size: number): string {
   return `${header}.${payload}.${signature}`
 }
 
-const server = await startServer()
+const server = await startLimitedServer()
 const { child, port } = server
 t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
 

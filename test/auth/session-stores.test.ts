@@ -13,6 +13,7 @@ import { SqlRefreshTokenStore, SqlRevocationStore } from '../../src/auth/sql-ses
 import { SessionStoreUnavailableError } from '../../src/auth/session-errors.js'
 import { closedPort } from '../support/ports.js'
 import { logCapture } from '../support/app.js'
+import { freshSchemaName as freshSchemaNameFor, freshSchemaOn } from '../support/sql-schemas.js'
 
 /**
  * One contract for the denylist and one for the refresh tokens, run unchanged
@@ -180,20 +181,11 @@ function sqlSuites (t: Test, openSchema: Open<SqlClient>): void {
 // Starting a PGlite takes seconds: it starts now.
 const inProcess = pgliteClient('memory')
 t.teardown(async () => (await inProcess).close())
-const freshSchemaName = (): string => `sessions_test_${randomBytes(6).toString('hex')}`
+const freshSchemaName = (): string => freshSchemaNameFor('sessions_test')
 
 t.test('PGlite in process', async (t) => {
   const shared = await inProcess
-  sqlSuites(t, async (t) => {
-    const schema = freshSchemaName()
-    await shared.query(`CREATE SCHEMA ${schema}`)
-    await shared.query(`SET search_path TO ${schema}`)
-    t.teardown(async () => {
-      await shared.query('SET search_path TO public')
-      await shared.query(`DROP SCHEMA ${schema} CASCADE`)
-    })
-    return shared
-  })
+  sqlSuites(t, async (t) => await freshSchemaOn(t, shared, 'sessions_test'))
 
   t.test('a database that fails gives SessionStoreUnavailableError, and its status hears of it', async (t) => {
     const client = await pgliteClient('memory')

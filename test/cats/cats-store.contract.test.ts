@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto'
 import t, { type Test } from 'tap'
 import pg from 'pg'
 import { PGlite } from '@electric-sql/pglite'
@@ -10,6 +9,7 @@ import { pgliteClient, postgresClient, type SqlClient } from '../../src/cats/sql
 import { SqlCatsStore } from '../../src/cats/sql-cats-store.js'
 import { migrate } from '../../src/cats/sql-migrations.js'
 import type { CreateCatBody, StoredCat, UpdateCatBody } from '../../src/cats/schemas.js'
+import { freshSchemaName as freshSchemaNameFor, freshSchemaOn } from '../support/sql-schemas.js'
 
 /**
  * One contract for every CatsStore, run unchanged
@@ -29,7 +29,7 @@ const idsOf = async (store: CatsStore): Promise<number[]> => (await store.list()
 const limits = (overrides: Partial<StoreLimits>): StoreLimits => ({ ...NO_LIMITS, ...overrides })
 
 /** A schema name no other test file or run uses. */
-const freshSchemaName = (): string => `cats_test_${randomBytes(6).toString('hex')}`
+const freshSchemaName = (): string => freshSchemaNameFor('cats_test')
 
 /** The contract. `openSchema` adds the migration cases, which only SQL stores have. */
 function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFactory): void {
@@ -374,16 +374,7 @@ t.test('in-memory MemoryCatsStore', async (t) => {
 t.test('SqlCatsStore over PGlite in process (pglite://memory)', async (t) => {
   // One PGlite for the suite; each test gets its own schema on it.
   const shared = await inProcess
-  const openSchema: SchemaFactory = async (t) => {
-    const schema = freshSchemaName()
-    await shared.query(`CREATE SCHEMA ${schema}`)
-    await shared.query(`SET search_path TO ${schema}`)
-    t.teardown(async () => {
-      await shared.query('SET search_path TO public')
-      await shared.query(`DROP SCHEMA ${schema} CASCADE`)
-    })
-    return shared
-  }
+  const openSchema: SchemaFactory = async (t) => await freshSchemaOn(t, shared, 'cats_test')
   contractSuite(t, sqlStores(openSchema), openSchema)
 })
 

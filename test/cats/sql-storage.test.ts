@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { mkdtemp, rm } from 'node:fs/promises'
-import net, { type Server, type Socket } from 'node:net'
+import net, { type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -13,6 +13,7 @@ import Fastify from 'fastify'
 import serviceApp from '../../src/app.js'
 import { build, logCapture, testConfig } from '../support/app.js'
 import { closedPort } from '../support/ports.js'
+import { TcpProxy } from '../support/tcp-proxy.js'
 
 /**
  * The app over the SQL stores: the same answers as the memory store, data on
@@ -52,69 +53,6 @@ async function pgliteServer (t: Test): Promise<number> {
   await server.start()
   t.teardown(() => server.stop())
   return Number(server.getServerConn().split(':')[1])
-}
-
-/**
- * A TCP proxy to a database that the test can stop (cutting every open
- * connection), start again on the same port, or have cut a connection when
- * the client sends a chosen message.
- */
-class TcpProxy {
-  readonly #targetPort: number
-  readonly #sockets = new Set<Socket>()
-  #server: Server | undefined
-  port = 0
-  /** When this returns true for a chunk from the client, the connection is cut instead of forwarding it. */
-  cutWhen: ((chunk: Buffer) => boolean) | undefined
-
-  constructor (targetPort: number) {
-    this.#targetPort = targetPort
-  }
-
-  get openSockets (): number {
-    return this.#sockets.size
-  }
-
-  async start (): Promise<void> {
-    const server = net.createServer((client) => {
-      const upstream = net.connect(this.#targetPort, '127.0.0.1')
-      for (const socket of [client, upstream]) {
-        this.#sockets.add(socket)
-        socket.on('error', () => {})
-        socket.on('close', () => {
-          this.#sockets.delete(socket)
-          client.destroy()
-          upstream.destroy()
-        })
-      }
-      upstream.on('data', (chunk: Buffer) => client.write(chunk))
-      client.on('data', (chunk: Buffer) => {
-        if (this.cutWhen?.(chunk) === true) {
-          client.destroy()
-          upstream.destroy()
-        } else {
-          upstream.write(chunk)
-        }
-      })
-    })
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject)
-      server.listen(this.port, '127.0.0.1', resolve)
-    })
-    const address = server.address()
-    if (typeof address === 'object' && address !== null) this.port = address.port
-    this.#server = server
-  }
-
-  /** Stops listening and destroys every open connection, both sides. */
-  async stop (): Promise<void> {
-    const server = this.#server
-    this.#server = undefined
-    if (server === undefined) return
-    const closed = [...this.#sockets].map(async (socket) => new Promise<void>((resolve) => socket.once('close', () => resolve())))
-    for (const socket of this.#sockets) socket.destroy()
-    await Promise.all([...closed, new Promise<void>((resolve) => server.close(() => resolve()))])
-  }
 }
 
 /** The requests of the API comparison: every route, success and failure, ids and duplicates, both limits. */
@@ -256,7 +194,7 @@ t.test('start-up logs each migration it applies, and nothing on a database alrea
 })
 
 t.test('a database that goes away: 503 at once, readiness says so, then recovery', async (t) => {
-  const proxy = new TcpProxy(await pgliteServer(t))
+  const proxy = new TcpProxy(new URL(`postgres://127.0.0.1:${await pgliteServer(t)}`))
   await proxy.start()
   t.teardown(() => proxy.stop())
   const app = await build(t, { DATABASE_URL: `postgres://postgres@127.0.0.1:${proxy.port}/postgres` })

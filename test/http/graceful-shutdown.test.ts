@@ -1,17 +1,13 @@
-import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { connect, type Socket } from 'node:net'
-import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import Fastify from 'fastify'
 import { drainingShutdown } from '../../src/http/graceful-shutdown.js'
-import { TEST_SECRET } from '../support/app.js'
+import { startServer } from '../support/server.js'
 
 // SIGTERM under keep-alive load: every request sent gets a whole response (a 2xx, or a 503
 // with Connection: close), no connection is reset with a request outstanding, exit code 0.
-
-const serverFile = join(import.meta.dirname, '..', '..', 'dist', 'src', 'server.js')
 
 interface Tally { ok: number, closing: number, refused: number, resets: number, other: string[] }
 
@@ -66,21 +62,10 @@ async function keepAliveClient (port: number, tally: Tally, until: () => boolean
 const CLIENTS = 8
 
 t.test('SIGTERM under keep-alive load: no reset, every answer whole, exit 0 within the drain time', async (t) => {
-  const child = spawn(process.execPath, [serverFile], {
-    env: { PATH: process.env.PATH, _TAPJS_PROCESSINFO_COVERAGE_: '0', JWT_SECRET: TEST_SECRET, PORT: '0', HOST: '127.0.0.1', KEEP_ALIVE_TIMEOUT_MS: '2000' }
-  })
+  const { child, base } = await startServer({ KEEP_ALIVE_TIMEOUT_MS: '2000' })
   t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
   const exited = once(child, 'exit')
-  let output = ''
-  child.stderr.on('data', (chunk) => { output += String(chunk) })
-  const port = await new Promise<number>((resolve, reject) => {
-    child.stdout.on('data', (chunk) => {
-      output += String(chunk)
-      const match = /Server listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(output)
-      if (match !== null) resolve(Number(match[1]))
-    })
-    child.once('exit', () => reject(new Error(output)))
-  })
+  const port = Number(new URL(base).port)
 
   // One more connection, used once before the signal and then left idle: closed by the keep-alive timeout.
   const idle = connect(port, '127.0.0.1')

@@ -22,7 +22,7 @@ t.test('a raw Node request is serialized alike, its query string redacted', asyn
   t.strictSame(logged, { method: 'GET', url: '/cats?[redacted]', host: 'example.test', remoteAddress: undefined, remotePort: undefined })
 })
 
-// D25: every place a client can put a secret, through the compiled server's own logger.
+// No token, password or refresh token in any log line: every place a client can put one, through the compiled server's own logger.
 for (const level of ['trace', 'info']) {
   t.test(`no token, password or refresh token in the server's log at LOG_LEVEL=${level}`, async (t) => {
     const server = await startServer({ LOG_LEVEL: level, REFRESH_TOKENS: 'true' })

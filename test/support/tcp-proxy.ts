@@ -3,7 +3,8 @@ import net, { type Server, type Socket } from 'node:net'
 /**
  * A TCP proxy in front of a real server that a test can make misbehave:
  * `silent` holds every byte in both directions (connections stay open, nothing
- * answers), `stop()` refuses new connections and drops the open ones, and
+ * answers), `cutWhen` drops a connection when the client sends a chosen
+ * message, `stop()` refuses new connections and drops the open ones, and
  * `start()` brings it back on the same port.
  */
 export class TcpProxy {
@@ -13,6 +14,8 @@ export class TcpProxy {
   #server: Server | undefined
   port = 0
   silent = false
+  /** When this returns true for a chunk from the client, the connection is cut instead of forwarding it. */
+  cutWhen: ((chunk: Buffer) => boolean) | undefined
 
   constructor (target: URL) {
     this.#targetHost = target.hostname
@@ -44,7 +47,14 @@ export class TcpProxy {
         })
       }
       upstream.on('data', (chunk: Buffer) => { if (!this.silent) client.write(chunk) })
-      client.on('data', (chunk: Buffer) => { if (!this.silent) upstream.write(chunk) })
+      client.on('data', (chunk: Buffer) => {
+        if (this.cutWhen?.(chunk) === true) {
+          client.destroy()
+          upstream.destroy()
+        } else if (!this.silent) {
+          upstream.write(chunk)
+        }
+      })
     })
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject)
@@ -55,12 +65,13 @@ export class TcpProxy {
     this.#server = server
   }
 
-  /** Stops listening (connections are refused) and drops every open connection. */
+  /** Stops listening (connections are refused) and drops every open connection, both sides. */
   async stop (): Promise<void> {
     const server = this.#server
     this.#server = undefined
     if (server === undefined) return
+    const closed = [...this.#sockets].map(async (socket) => new Promise<void>((resolve) => socket.once('close', () => resolve())))
     for (const socket of this.#sockets) socket.destroy()
-    await new Promise<void>((resolve) => server.close(() => resolve()))
+    await Promise.all([...closed, new Promise<void>((resolve) => server.close(() => resolve()))])
   }
 }
