@@ -36,15 +36,13 @@ const login: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request, reply) => {
     const { username, password } = request.body
-    // Counted before the password is checked, the same way for unknown and known usernames.
-    const attempt = { username, client: request.ip }
-    await fastify.loginProtection.admit(attempt)
     // The response closes before it is sent only when the client went away: its login is not hashed then.
     const clientGone = new AbortController()
     reply.raw.once('close', () => { if (!reply.raw.writableEnded) clientGone.abort() })
-    const user = await fastify.users.verifyCredentials(username, password, clientGone.signal)
+    // Refused (429) or counted by the protection, the same way for unknown and known usernames.
+    const user = await fastify.loginProtection.check(username, request.ip,
+      () => fastify.users.verifyCredentials(username, password, clientGone.signal))
     if (user === undefined) throw new InvalidCredentials()
-    await fastify.loginProtection.succeeded(attempt)
     // A new session: the access token carries its id (sid) and a jti of its own, plus a refresh token when they are on.
     const { accessToken, refreshToken } = await fastify.sessions.start(user)
     // RFC 6749 §5.1: token responses must not be cached.

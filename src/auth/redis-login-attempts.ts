@@ -1,33 +1,70 @@
 import type { ClientContext, Redis, Result } from 'ioredis'
-import { pairKey, type Admission, type LoginAttempt, type LoginAttemptStore, type LoginPolicy } from './login-attempts.js'
+import { pairKey, type Admission, type LoginAttempt, type LoginAttemptStore, type LoginPolicy, type Outcome } from './login-attempts.js'
 
 // The rules of MemoryLoginAttempts, run inside Redis so that every instance's
-// check-and-count is one atomic step: of attempts fired at once on several
-// instances, exactly as many are admitted as the limits allow. Time is Redis's
-// own clock, so instances with skewed clocks still agree.
-// KEYS: the pair's hash, the client's counter. ARGV: the policy.
-// Returns {0, 0} when admitted, {1, ms} when the pair is locked, {2, ms} when the client is over its cap.
+// check-and-take-a-slot is one atomic step: of attempts fired at once on
+// several instances, no more are checked than the limits allow. Time is
+// Redis's own clock, so instances with skewed clocks still agree.
+// KEYS (both scripts): the pair's hash, the pair's attempts in progress (a
+// sorted set of attempt ids by lease end), the client's failure counter, the
+// client's attempts in progress. ARGV: the attempt id, then the policy.
+
+// A slot is held until the attempt is settled, or until its lease ends if the
+// instance holding it died first; a login never takes this long.
+const DEFAULT_LEASE_MS = 60_000
+
+// Returns {0, 0} when admitted, {1, ms} when the pair is locked, {2, ms} when
+// the client is over its cap, {3, 0} when the slots are all taken.
 const ADMIT = `
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-local maxFailures, windowMs, lockMs, lockMaxMs = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local clientMax, clientWindowMs = tonumber(ARGV[5]), tonumber(ARGV[6])
-local clientFailures = tonumber(redis.call('GET', KEYS[2]) or '0')
+local id, maxFailures, windowMs, lockMs, lockMaxMs = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local clientMax, leaseMs = tonumber(ARGV[6]), tonumber(ARGV[8])
+local clientFailures = tonumber(redis.call('GET', KEYS[3]) or '0')
 if clientFailures > clientMax then
-  return {2, redis.call('PTTL', KEYS[2])}
+  return {2, redis.call('PTTL', KEYS[3])}
 end
-local state = redis.call('HMGET', KEYS[1], 'failures', 'windowEndsAt', 'lockMs', 'lockedUntil')
+local state = redis.call('HMGET', KEYS[1], 'failures', 'lockMs', 'lockedUntil')
 local failures = tonumber(state[1]) or 0
-local windowEndsAt = tonumber(state[2]) or (now + windowMs)
-local lock = tonumber(state[3]) or 0
-local lockedUntil = tonumber(state[4]) or 0
-if lockedUntil > now then
+local lock = tonumber(state[2]) or 0
+if (tonumber(state[3]) or 0) > now then
+  -- An attempt while locked cannot be checked; it counts as one more failure.
   lock = math.min(lock * 2, lockMaxMs)
   redis.call('HSET', KEYS[1], 'lockMs', lock, 'lockedUntil', now + lock)
   redis.call('PEXPIRE', KEYS[1], lock + windowMs)
   return {1, lock}
 end
-failures = failures + 1
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
+if redis.call('ZCARD', KEYS[2]) >= math.max(1, maxFailures - failures) or clientFailures + redis.call('ZCARD', KEYS[4]) > clientMax then
+  return {3, 0}
+end
+for _, key in ipairs({KEYS[2], KEYS[4]}) do
+  redis.call('ZADD', key, now + leaseMs, id)
+  redis.call('PEXPIRE', key, leaseMs)
+end
+return {0, 0}
+`
+
+// ARGV: the attempt id, the outcome (0 unchecked, 1 failed, 2 succeeded), then the policy.
+const SETTLE = `
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('ZREM', KEYS[4], ARGV[1])
+if ARGV[2] == '2' then
+  redis.call('DEL', KEYS[1])
+end
+if ARGV[2] ~= '1' then
+  return 0
+end
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local maxFailures, windowMs, lockMs, lockMaxMs = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local clientWindowMs = tonumber(ARGV[8])
+local state = redis.call('HMGET', KEYS[1], 'failures', 'windowEndsAt', 'lockMs')
+local failures = (tonumber(state[1]) or 0) + 1
+local windowEndsAt = tonumber(state[2]) or (now + windowMs)
+local lock = tonumber(state[3]) or 0
+local lockedUntil = 0
 if failures >= maxFailures then
   if lock == 0 then lock = lockMs else lock = math.min(lock * 2, lockMaxMs) end
   lockedUntil = now + lock
@@ -38,26 +75,21 @@ if lock == 0 then
 else
   redis.call('PEXPIRE', KEYS[1], lockedUntil + windowMs - now)
 end
-if redis.call('INCR', KEYS[2]) == 1 then
-  redis.call('PEXPIRE', KEYS[2], clientWindowMs)
-end
-return {0, 0}
-`
-
-// KEYS: the pair's hash, the client's counter. The counter keeps its expiry.
-const SUCCEEDED = `
-redis.call('DEL', KEYS[1])
-if tonumber(redis.call('GET', KEYS[2]) or '0') > 0 then
-  redis.call('DECR', KEYS[2])
+if redis.call('INCR', KEYS[3]) == 1 then
+  redis.call('PEXPIRE', KEYS[3], clientWindowMs)
 end
 return 0
 `
 
+const OUTCOMES: Record<Outcome, number> = { unchecked: 0, failed: 1, succeeded: 2 }
+
 declare module 'ioredis' {
   // The scripts above, as defineCommand adds them to the client.
   interface RedisCommander<Context extends ClientContext> {
-    loginAdmit: (pair: string, client: string, ...policy: number[]) => Result<[verdict: number, retryAfterMs: number], Context>
-    loginSucceeded: (pair: string, client: string) => Result<number, Context>
+    loginAdmit: (pair: string, pairInProgress: string, client: string, clientInProgress: string,
+      id: string, ...policy: number[]) => Result<[verdict: number, retryAfterMs: number], Context>
+    loginSettle: (pair: string, pairInProgress: string, client: string, clientInProgress: string,
+      id: string, outcome: number, ...policy: number[]) => Result<number, Context>
   }
 }
 
@@ -67,26 +99,30 @@ export class RedisLoginAttempts implements LoginAttemptStore {
   readonly #prefix: string
   readonly #policy: number[]
 
-  constructor (redis: Redis, keyPrefix: string, policy: LoginPolicy) {
+  /** `leaseMs`: how long a slot outlives an instance that died while holding it. */
+  constructor (redis: Redis, keyPrefix: string, policy: LoginPolicy, leaseMs = DEFAULT_LEASE_MS) {
     // Sent with EVALSHA, and the whole script only when Redis does not have it yet.
-    redis.defineCommand('loginAdmit', { numberOfKeys: 2, lua: ADMIT })
-    redis.defineCommand('loginSucceeded', { numberOfKeys: 2, lua: SUCCEEDED })
+    redis.defineCommand('loginAdmit', { numberOfKeys: 4, lua: ADMIT })
+    redis.defineCommand('loginSettle', { numberOfKeys: 4, lua: SETTLE })
     this.#redis = redis
     this.#prefix = `${keyPrefix}login:`
-    this.#policy = [policy.maxFailures, policy.windowMs, policy.lockMs, policy.lockMaxMs, policy.clientMaxFailures, policy.clientWindowMs]
+    this.#policy = [policy.maxFailures, policy.windowMs, policy.lockMs, policy.lockMaxMs, policy.clientMaxFailures, policy.clientWindowMs, leaseMs]
   }
 
   async admit (attempt: LoginAttempt): Promise<Admission> {
-    const [verdict, retryAfterMs] = await this.#redis.loginAdmit(...this.#keys(attempt), ...this.#policy)
+    const [verdict, retryAfterMs] = await this.#redis.loginAdmit(...this.#keys(attempt), attempt.id, ...this.#policy)
     if (verdict === 0) return { admitted: true }
+    if (verdict === 3) return { admitted: false, reason: 'busy' }
     return { admitted: false, reason: verdict === 1 ? 'locked' : 'client', retryAfterMs }
   }
 
-  async succeeded (attempt: LoginAttempt): Promise<void> {
-    await this.#redis.loginSucceeded(...this.#keys(attempt))
+  async settle (attempt: LoginAttempt, outcome: Outcome): Promise<void> {
+    await this.#redis.loginSettle(...this.#keys(attempt), attempt.id, OUTCOMES[outcome], ...this.#policy)
   }
 
-  #keys ({ username, client }: LoginAttempt): [string, string] {
-    return [`${this.#prefix}pair:${pairKey(username, client)}`, `${this.#prefix}client:${client}`]
+  #keys ({ username, client }: LoginAttempt): [string, string, string, string] {
+    const pair = pairKey(username, client)
+    const prefix = this.#prefix
+    return [`${prefix}pair:${pair}`, `${prefix}pair-in-progress:${pair}`, `${prefix}client:${client}`, `${prefix}client-in-progress:${client}`]
   }
 }

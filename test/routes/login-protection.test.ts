@@ -38,6 +38,14 @@ function protectionSuite (t: Test, open: AppFactory): void {
     t.strictSame(await statuses(app, 30, 'john', password('john')), repeat(30, 200))
   })
 
+  t.test('correct logins fired at once all succeed, however many, and then count for nothing', async (t) => {
+    const app = await open(t)
+    const answers = await Promise.all(Array.from({ length: 25 }, () => login(app, 'john', password('john'))))
+    t.strictSame(answers.map((res) => res.statusCode), repeat(25, 200))
+    t.strictSame(await statuses(app, 10, 'john', 'wrong'), repeat(10, 401), 'the pair still has all its failures left')
+    t.equal((await login(app, 'john', password('john'))).statusCode, 429)
+  })
+
   t.test('10 failures lock the pair: 429 with Retry-After, even for the right password; other addresses and usernames go on', async (t) => {
     const app = await open(t)
     t.strictSame(await statuses(app, 10, 'john', 'wrong'), repeat(10, 401))
