@@ -26,6 +26,6 @@ export default fp(async (fastify) => {
   const redis = fastify.redis
   const protection = redis === undefined
     ? new LoginProtection(new MemoryLoginAttempts(policy))
-    : new LoginProtection(new RedisLoginAttempts(redis, config.REDIS_KEY_PREFIX, policy), { status: fastify.dependencies.get('redis') })
+    : new LoginProtection(new RedisLoginAttempts(redis.client, config.REDIS_KEY_PREFIX, policy), { status: redis.status })
   fastify.decorate('loginProtection', protection)
 }, { name: 'login-protection', dependencies: ['config', 'dependencies', 'redis'] })

@@ -2,10 +2,16 @@ import fp from 'fastify-plugin'
 import type { Redis } from 'ioredis'
 import { DependencyStatus } from '../src/dependency-status.js'
 
+/** The service's one Redis client and what is known of its health. */
+export interface RedisConnection {
+  client: Redis
+  status: DependencyStatus
+}
+
 declare module 'fastify' {
   interface FastifyInstance {
-    /** The Redis client when REDIS_URL is set (shared login counters); undefined otherwise. */
-    redis: Redis | undefined
+    /** Redis when REDIS_URL is set (shared login counters, the logout denylist); undefined otherwise. */
+    redis: RedisConnection | undefined
   }
 }
 
@@ -58,5 +64,5 @@ export default fp(async (fastify) => {
     redis.disconnect()
   })
   await firstConnection(redis)
-  fastify.decorate('redis', redis)
+  fastify.decorate('redis', { client: redis, status })
 }, { name: 'redis', dependencies: ['config', 'dependencies'] })

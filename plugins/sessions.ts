@@ -1,4 +1,3 @@
-import { once } from 'node:events'
 import fp from 'fastify-plugin'
 import { durationToSeconds } from '../src/config.js'
 import { MemoryRefreshTokenStore, type RefreshTokenStore } from '../src/auth/refresh-token-store.js'
@@ -14,39 +13,16 @@ declare module 'fastify' {
   }
 }
 
-/** How long one Redis command may take before the request answers 503. */
-const REDIS_COMMAND_TIMEOUT_MS = 1000
-/** How long start-up waits for the first Redis connection. */
-const REDIS_CONNECT_WAIT_MS = 2000
-
-/** The denylist in Redis: a connection of its own, failing fast like the login limiter's. */
-async function redisRevocations (redisUrl: string): Promise<RevocationStore> {
-  const { Redis } = await import('ioredis')
-  const redis = new Redis(redisUrl, {
-    maxRetriesPerRequest: 1,
-    enableOfflineQueue: false,
-    connectTimeout: 2000,
-    commandTimeout: REDIS_COMMAND_TIMEOUT_MS
-  })
-  // Reconnection attempts fail again and again during an outage; requests meanwhile answer 503.
-  // The outage is logged by the login limiter's `redis` dependency, on the same server.
-  redis.on('error', () => {})
-  // Commands are not queued while disconnected: wait (briefly) for the first connection, so that the first
-  // guarded requests do not fail for want of it. A Redis that is down ends the wait at once with an error.
-  await once(redis, 'ready', { signal: AbortSignal.timeout(REDIS_CONNECT_WAIT_MS) }).catch(() => {})
-  return new RedisRevocationStore(redis)
-}
-
 /**
  * The session stores: the denylist in Redis when REDIS_URL is set, else in the
  * database when DATABASE_URL is set, else in memory; refresh tokens in the
  * database when DATABASE_URL is set, else in memory.
  */
 export default fp(async (fastify) => {
-  const { REDIS_URL, JWT_EXPIRES_IN, REFRESH_TOKENS, REFRESH_TOKEN_TTL } = fastify.config
-  const { database } = fastify
-  const revocations: RevocationStore = REDIS_URL !== undefined
-    ? await redisRevocations(REDIS_URL)
+  const { REDIS_KEY_PREFIX, JWT_EXPIRES_IN, REFRESH_TOKENS, REFRESH_TOKEN_TTL } = fastify.config
+  const { database, redis } = fastify
+  const revocations: RevocationStore = redis !== undefined
+    ? new RedisRevocationStore(redis.client, REDIS_KEY_PREFIX, redis.status)
     : database !== undefined ? new SqlRevocationStore(database.client, database.status) : new MemoryRevocationStore()
   const refreshTokens: RefreshTokenStore = database !== undefined
     ? new SqlRefreshTokenStore(database.client, database.status)
@@ -64,4 +40,4 @@ export default fp(async (fastify) => {
     await revocations.close()
     await refreshTokens.close()
   })
-}, { name: 'sessions', dependencies: ['config', 'jwt', 'users', 'cats-store', 'dependencies'] })
+}, { name: 'sessions', dependencies: ['config', 'jwt', 'users', 'cats-store', 'dependencies', 'redis'] })

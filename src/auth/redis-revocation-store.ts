@@ -1,41 +1,37 @@
 import type { Redis } from 'ioredis'
-import { SessionStoreUnavailableError } from './session-errors.js'
+import type { DependencyStatus } from '../dependency-status.js'
 import type { RevocationStore } from './revocation-store.js'
-
-const PREFIX = 'cats-api-revoked:'
+import { guarded } from './session-errors.js'
 
 /**
  * The denylist in Redis, shared by every instance: one key per denied id,
  * which Redis itself removes when it expires (PX). A lookup is one
- * EXISTS over both ids, one round trip.
+ * EXISTS over both ids, one round trip. It uses the service's Redis client,
+ * whose status hears of every command's outcome.
  */
 export class RedisRevocationStore implements RevocationStore {
   readonly #redis: Redis
+  readonly #prefix: string
+  readonly #status: DependencyStatus
 
-  constructor (redis: Redis) {
+  constructor (redis: Redis, keyPrefix: string, status: DependencyStatus) {
     this.#redis = redis
+    this.#prefix = `${keyPrefix}revoked:`
+    this.#status = status
   }
 
   async isRevoked (jti: string, sid: string): Promise<boolean> {
-    try {
-      return await this.#redis.exists(PREFIX + jti, PREFIX + sid) > 0
-    } catch (error) {
-      throw new SessionStoreUnavailableError(error)
-    }
+    return await guarded(this.#status, () => this.#redis.exists(this.#prefix + jti, this.#prefix + sid)) > 0
   }
 
   async revoke (id: string, untilMs: number): Promise<void> {
     const ttlMs = untilMs - Date.now()
     if (ttlMs <= 0) return
-    try {
-      // One transaction: creates the entry, or lengthens one that exists (never shortens it; GT needs Redis 7).
-      await this.#redis.multi().set(PREFIX + id, '1', 'PX', ttlMs, 'NX').pexpire(PREFIX + id, ttlMs, 'GT').exec()
-    } catch (error) {
-      throw new SessionStoreUnavailableError(error)
-    }
+    const key = this.#prefix + id
+    // One transaction: creates the entry, or lengthens one that exists (never shortens it; GT needs Redis 7).
+    await guarded(this.#status, () => this.#redis.multi().set(key, '1', 'PX', ttlMs, 'NX').pexpire(key, ttlMs, 'GT').exec())
   }
 
-  async close (): Promise<void> {
-    this.#redis.disconnect()
-  }
+  // The client belongs to the service's redis plugin, which closes it.
+  async close (): Promise<void> {}
 }

@@ -3,19 +3,7 @@ import type { DependencyStatus } from '../dependency-status.js'
 import type { RefreshRecord, RefreshTokenStore, Rotation } from './refresh-token-store.js'
 import type { RevocationStore } from './revocation-store.js'
 import type { UserId } from './schemas.js'
-import { SessionStoreUnavailableError } from './session-errors.js'
-
-/** Runs a database operation; a failure is reported to the database's status and becomes SessionStoreUnavailableError. */
-async function guarded<T> (status: DependencyStatus, operation: () => Promise<T>): Promise<T> {
-  try {
-    const result = await operation()
-    status.succeeded()
-    return result
-  } catch (error) {
-    status.failed(error)
-    throw new SessionStoreUnavailableError(error)
-  }
-}
+import { guarded } from './session-errors.js'
 
 /** The denylist in PostgreSQL (tables of migration 003): one indexed lookup per guarded request. */
 export class SqlRevocationStore implements RevocationStore {

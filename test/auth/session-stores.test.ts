@@ -234,9 +234,14 @@ if (TEST_REDIS_URL === undefined || TEST_REDIS_URL === '') {
   const redisUrl = TEST_REDIS_URL
   t.test('Redis at TEST_REDIS_URL', async (t) => {
     revocationContract(t, async (t) => {
-      const store = new RedisRevocationStore(new Redis(redisUrl))
-      t.teardown(() => store.close())
-      return store
+      const redis = new Redis(redisUrl)
+      const prefix = `cats-test-${randomBytes(6).toString('hex')}:`
+      t.teardown(async () => {
+        const keys = await redis.keys(`${prefix}*`)
+        if (keys.length > 0) await redis.del(...keys)
+        redis.disconnect()
+      })
+      return new RedisRevocationStore(redis, prefix, new DependencyStatus('redis', silentLog, async () => {}))
     })
   })
 }
@@ -244,8 +249,11 @@ if (TEST_REDIS_URL === undefined || TEST_REDIS_URL === '') {
 t.test('a Redis that cannot be reached gives SessionStoreUnavailableError', async (t) => {
   const redis = new Redis(`redis://127.0.0.1:${await closedPort()}`, { maxRetriesPerRequest: 0, enableOfflineQueue: false, lazyConnect: true })
   redis.on('error', () => {})
-  const store = new RedisRevocationStore(redis)
-  t.teardown(() => store.close())
+  const store = new RedisRevocationStore(redis, 'cats-test:', new DependencyStatus('redis', silentLog, async () => {}))
+  t.teardown(async () => {
+    await store.close()
+    redis.disconnect()
+  })
   await t.rejects(store.isRevoked('a', 'b'), SessionStoreUnavailableError)
   await t.rejects(store.revoke('a', Date.now() + 60_000), SessionStoreUnavailableError)
 })
