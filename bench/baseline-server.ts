@@ -1,5 +1,6 @@
 import { Buffer } from 'node:buffer'
-import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { randomUUID } from 'node:crypto'
+import { createServer, STATUS_CODES, type IncomingMessage, type OutgoingHttpHeaders, type Server, type ServerResponse } from 'node:http'
 import { createSigner, createVerifier } from 'fast-jwt'
 import { HashQueue } from '../src/auth/hash-queue.js'
 import { MemoryCatsStore } from '../src/cats/memory-cats-store.js'
@@ -8,7 +9,11 @@ import { findMergeProblems } from '../src/cats/merge-safety.js'
 import { TEXT_CONTENT_TYPE } from '../src/cats/schemas.js'
 import { UserStore } from '../src/auth/users.js'
 import type { Identity } from '../src/auth/schemas.js'
+import { hasAllowedAge } from '../src/auth/token-claims.js'
+import { MemoryRevocationStore } from '../src/auth/revocation-store.js'
 import { errorBody } from '../src/http/error-body.js'
+import { apiSecurityHeaders } from '../src/http/security-headers.js'
+import { requestId } from '../src/http/server-options.js'
 import {
   CollectionFull, InvalidCredentials, InvalidToken, MissingToken, retryAfterFor, RouteNotFound, TooManyLoginsInProgress, type ServiceError
 } from '../src/http/errors.js'
@@ -17,7 +22,9 @@ import {
  * The reference point of the benchmark: the service's routes and semantics on
  * plain node:http + fast-jwt (HS256) + JSON.stringify, no framework. It reuses
  * the service's domain modules (cats repository, users and password hashing,
- * merge safety) so that only the HTTP layer differs from the real service.
+ * merge safety, the token age rule, the logout denylist) and does the same
+ * work per response (the service's security headers and request-id rule), so
+ * that only the HTTP layer differs from the real service.
  */
 export interface BaselineOptions {
   /** The HS256 secret, the same JWT_SECRET the service is given. */
@@ -47,19 +54,35 @@ const JSON_MEDIA = /^application\/json\s*(;|$)/i
 const BEARER_PREFIX = /^bearer +/i
 const ID_PATTERN = /^-?[0-9]{1,15}$/
 
+/** A token or session id as the service's claims schema allows it. */
+function isRandomId (value: unknown): value is string {
+  return typeof value === 'string' && value.length > 0 && value.length <= 64
+}
+
 function isObject (value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
+// The security headers of every response, from the same source as the service's.
+const SECURITY_HEADERS = apiSecurityHeaders()
+
+/** Every response's headers: the security headers, the request id (the client's UUID or a new one), and `headers`. */
+function responseHeaders (res: ServerResponse, headers: OutgoingHttpHeaders): OutgoingHttpHeaders {
+  return { ...SECURITY_HEADERS, 'x-request-id': requestId(res.req), ...headers }
+}
+
 function sendJson (res: ServerResponse, status: number, value: unknown, headers: Record<string, string> = {}): void {
-  const payload = JSON.stringify(value)
-  res.writeHead(status, { ...headers, 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(payload) })
+  sendJsonText(res, status, JSON.stringify(value), headers)
+}
+
+function sendJsonText (res: ServerResponse, status: number, payload: string, headers: Record<string, string> = {}): void {
+  res.writeHead(status, responseHeaders(res, { ...headers, 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(payload) }))
   res.end(payload)
 }
 
 /** No cat has the id: 200 with an empty text/plain body, as the service answers. */
 function sendEmpty (res: ServerResponse): void {
-  res.writeHead(200, { 'content-type': TEXT_CONTENT_TYPE, 'content-length': 0 })
+  res.writeHead(200, responseHeaders(res, { 'content-type': TEXT_CONTENT_TYPE, 'content-length': 0 }))
   res.end()
 }
 
@@ -123,6 +146,7 @@ const NOT_AN_OBJECT: Issue[] = [{ field: 'body', message: 'must be object' }]
 const busy = (): Error => new Error('busy')
 
 export function createBaselineServer (options: BaselineOptions): Server {
+  const server = createServer((req, res) => route(req, res))
   const expiresIn = options.expiresIn ?? 3600
   const catsMax = options.catsMax ?? 100_000
   const bodyLimit = options.bodyLimit ?? 16_384
@@ -133,8 +157,10 @@ export function createBaselineServer (options: BaselineOptions): Server {
   const verify: (token: string) => JsonObject = createVerifier({
     key: options.jwtSecret,
     algorithms: ['HS256'],
-    requiredClaims: ['exp', 'sub', 'username']
+    requiredClaims: ['exp', 'iat', 'sub', 'username']
   })
+  const revocations = new MemoryRevocationStore()
+  server.on('close', () => { void revocations.close() })
 
   function unauthorized (res: ServerResponse, tokenSent: boolean): void {
     sendServiceError(res, tokenSent ? new InvalidToken() : new MissingToken(), {
@@ -142,28 +168,55 @@ export function createBaselineServer (options: BaselineOptions): Server {
     })
   }
 
-  /** The guard's validation step: well-typed claims of a user who still exists under that name. */
+  /** The guard's checks: well-typed claims of an allowed age, not denied, of a user who still exists under that name. */
   function identify (claims: JsonObject): Identity | undefined {
-    const { sub, username } = claims
+    const { sub, username, jti, sid, iat, exp } = claims
     const validSub = (typeof sub === 'number' && Number.isInteger(sub)) || (typeof sub === 'string' && sub.length > 0)
-    if (!validSub || typeof username !== 'string' || username.length === 0) return undefined
+    if (!validSub || typeof username !== 'string' || username.length === 0 || !isRandomId(jti) || !isRandomId(sid) ||
+      !Number.isInteger(iat) || !Number.isInteger(exp)) return undefined
+    if (!hasAllowedAge({ iat: Number(iat), exp: Number(exp) }, expiresIn, Math.floor(Date.now() / 1000))) return undefined
+    if (revocations.isRevoked(jti, sid)) return undefined
     const user = users.findById(sub)
     if (user === undefined || user.username !== username) return undefined
     return { userId: user.id, username: user.username }
   }
 
-  function profile (req: IncomingMessage, res: ServerResponse): void {
+  /** The guard: the request's verified claims and identity, or undefined after answering 401. */
+  function authenticate (req: IncomingMessage, res: ServerResponse): { claims: JsonObject, identity: Identity } | undefined {
     const header = req.headers.authorization
     const prefix = header === undefined ? null : BEARER_PREFIX.exec(header)
-    if (header === undefined || prefix === null) return unauthorized(res, false)
-    let identity: Identity | undefined
-    try {
-      identity = identify(verify(header.slice(prefix[0].length)))
-    } catch {
-      identity = undefined
+    if (header === undefined || prefix === null) {
+      unauthorized(res, false)
+      return undefined
     }
-    if (identity === undefined) return unauthorized(res, true)
-    sendJson(res, 200, identity)
+    let verified: { claims: JsonObject, identity: Identity | undefined }
+    try {
+      const claims = verify(header.slice(prefix[0].length))
+      verified = { claims, identity: identify(claims) }
+    } catch {
+      verified = { claims: {}, identity: undefined }
+    }
+    const { claims, identity } = verified
+    if (identity === undefined) {
+      unauthorized(res, true)
+      return undefined
+    }
+    return { claims, identity }
+  }
+
+  function profile (req: IncomingMessage, res: ServerResponse): void {
+    const verified = authenticate(req, res)
+    if (verified !== undefined) sendJson(res, 200, verified.identity)
+  }
+
+  /** Logout without refresh tokens: the token's id is denied until it expires. */
+  function logout (req: IncomingMessage, res: ServerResponse): void {
+    const verified = authenticate(req, res)
+    if (verified === undefined) return
+    void revocations.revoke(String(verified.claims.jti), Number(verified.claims.exp) * 1000).then(() => {
+      res.writeHead(204, responseHeaders(res, {}))
+      res.end()
+    })
   }
 
   function login (res: ServerResponse, body: unknown): void {
@@ -175,7 +228,7 @@ export function createBaselineServer (options: BaselineOptions): Server {
     }
     users.verifyCredentials(username, password).then((user) => {
       if (user === undefined) return sendServiceError(res, new InvalidCredentials())
-      const token = sign({ sub: user.id, username: user.username })
+      const token = sign({ sub: user.id, username: user.username, jti: randomUUID(), sid: randomUUID() })
       sendJson(res, 200, { access_token: token, token_type: 'Bearer', expires_in: expiresIn })
     }, () => {
       sendServiceError(res, new TooManyLoginsInProgress())
@@ -205,9 +258,9 @@ export function createBaselineServer (options: BaselineOptions): Server {
         message: problem.message
       })))
     }
-    const cat = cats.update(id, body)
-    if (cat === undefined) return sendEmpty(res)
-    sendJson(res, 200, cat)
+    const json = cats.updateJson(id, body)
+    if (json === undefined) return sendEmpty(res)
+    sendJsonText(res, 200, json)
   }
 
   function oneCat (req: IncomingMessage, res: ServerResponse, rawId: string): void {
@@ -222,9 +275,9 @@ export function createBaselineServer (options: BaselineOptions): Server {
       cats.remove(id)
       return sendJson(res, 200, { deleted: true })
     }
-    const cat = cats.find(id)
-    if (cat === undefined) return sendEmpty(res)
-    sendJson(res, 200, cat)
+    const json = cats.findJson(id)
+    if (json === undefined) return sendEmpty(res)
+    sendJsonText(res, 200, json)
   }
 
   function route (req: IncomingMessage, res: ServerResponse): void {
@@ -234,6 +287,7 @@ export function createBaselineServer (options: BaselineOptions): Server {
     const method = req.method
     if (path === '/profile' && method === 'GET') return profile(req, res)
     if (path === '/auth/login' && method === 'POST') return readJson(req, res, bodyLimit, login)
+    if (path === '/auth/logout' && method === 'POST') return logout(req, res)
     if (path === '/cats') {
       if (method === 'GET') return sendJson(res, 200, cats.list())
       if (method === 'POST') return readJson(req, res, bodyLimit, createCat)
@@ -243,7 +297,6 @@ export function createBaselineServer (options: BaselineOptions): Server {
     notFound(req, res)
   }
 
-  const server = createServer(route)
   // Fastify's default, so both servers keep connections alike.
   server.keepAliveTimeout = 72_000
   return server

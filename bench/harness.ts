@@ -19,8 +19,6 @@ export interface HarnessOptions {
   mode: Mode
   /** LOG_LEVEL of the service. */
   logLevel: string
-  /** Runs the service with METRICS_ENABLED=true. */
-  metrics?: boolean
   /** CPU the servers are pinned to; undefined leaves them unpinned. */
   serverCpu: number | undefined
   /** JWT_SECRET of the project and the baseline. */
@@ -73,7 +71,7 @@ export function createHarness (options: HarnessOptions): Harness {
     project: {
       JWT_SECRET: secret,
       LOG_LEVEL: options.logLevel,
-      METRICS_ENABLED: String(options.metrics === true),
+      METRICS_ENABLED: 'false',
       CATS_MAX: String(CATS_MAX),
       // One load generator is one client address logging in as one user: the failed-login locks would turn the
       // login scenarios into a flood of cheap 429s, which the baseline (no locks) does not answer.

@@ -11,10 +11,9 @@ export const USAGE = `Usage: npm run bench -- [options]
   --duration S       seconds per measured run (default 3, quick 1.5)
   --connections N    autocannon connections for the throughput scenarios (default 50)
   --only a,b         run only these parts (results are then not written): flood, scaling, stores, floor and the scenario ids
-                     profile, profile-bad-token, cat-read, cats-list, cats-list-10k, cat-create, cat-update, login
+                     profile, profile-bad-token, cat-read, cats-list, cats-list-10k, cat-create, cat-update, cat-delete-create, login
                      (stores: memory vs PostgreSQL store at env BENCH_DATABASE_URL, default ${DEFAULT_DATABASE_URL})
   --log-level L      LOG_LEVEL of the service (default warn: no per-request logs)
-  --metrics          run the service with METRICS_ENABLED=true, to compare with a run without (results are then not written)
   --no-pin           do not pin the server and the load generator to separate CPUs
   --profile          run both servers under node --cpu-prof in each scenario and print where their CPU time goes
                      (profiling slows it down: results are then not written)`
@@ -49,7 +48,6 @@ export interface BenchOptions {
   /** LOG_LEVEL of the service. */
   logLevel: string
   /** Runs the service with METRICS_ENABLED=true. */
-  metrics: boolean
   pin: boolean
   profile: boolean
 }
@@ -64,7 +62,6 @@ export function parseOptions (argv: string[] = process.argv.slice(2)): BenchOpti
       connections: { type: 'string', default: '50' },
       only: { type: 'string' },
       'log-level': { type: 'string', default: 'warn' },
-      metrics: { type: 'boolean', default: false },
       'no-pin': { type: 'boolean', default: false },
       profile: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false }
@@ -90,7 +87,6 @@ export function parseOptions (argv: string[] = process.argv.slice(2)): BenchOpti
     },
     only: args.only === undefined ? undefined : new Set(args.only.split(',').map((part) => part.trim())),
     logLevel: args['log-level'],
-    metrics: args.metrics,
     pin: !args['no-pin'],
     profile: args.profile
   }

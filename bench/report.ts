@@ -28,6 +28,9 @@ export interface ScenarioResult {
   baseline: SideSummary
   /** project / baseline */
   ratios: { reqPerSec: number, cpuPerRequest: number, latencyP99: number }
+  /** The project with METRICS_ENABLED=true, against the same baseline (scenarios with a target only). */
+  metricsOn?: { project: SideSummary, cpuPerRequest: number }
+  /** Both CPU ratios, metrics off and on, within the target. */
   pass: boolean | undefined
 }
 
@@ -158,13 +161,18 @@ export function startupStats (samples: number[]): StartupStats {
 
 const ratio = (a: number, b: number): number => (b === 0 ? 0 : a / b)
 
-export function compare (id: string, title: string, target: number | undefined, project: SideSummary, baseline: SideSummary): ScenarioResult {
+export function compare (id: string, title: string, target: number | undefined, project: SideSummary, baseline: SideSummary,
+  withMetrics?: SideSummary): ScenarioResult {
   const ratios = {
     reqPerSec: ratio(project.reqPerSec, baseline.reqPerSec),
     cpuPerRequest: ratio(project.cpuMicrosPerRequest, baseline.cpuMicrosPerRequest),
     latencyP99: ratio(project.latencyP99, baseline.latencyP99)
   }
-  return { id, title, target, project, baseline, ratios, pass: target === undefined ? undefined : ratios.cpuPerRequest <= target }
+  const metricsOn = withMetrics === undefined
+    ? undefined
+    : { project: withMetrics, cpuPerRequest: ratio(withMetrics.cpuMicrosPerRequest, baseline.cpuMicrosPerRequest) }
+  const pass = target === undefined ? undefined : ratios.cpuPerRequest <= target && (metricsOn === undefined || metricsOn.cpuPerRequest <= target)
+  return { id, title, target, project, baseline, ratios, ...(metricsOn !== undefined && { metricsOn }), pass }
 }
 
 const int = (n: number): string => Math.round(n).toLocaleString('en-US')
@@ -185,13 +193,14 @@ function scenarioRow (s: ScenarioResult): string[] {
     `${p.latencyP50} / ${b.latencyP50}`, `${p.latencyP99} / ${b.latencyP99}`,
     `${int(p.non2xx)} / ${int(b.non2xx)}`,
     dec(p.cpuMicrosPerRequest, 1), dec(b.cpuMicrosPerRequest, 1), dec(s.ratios.cpuPerRequest),
+    s.metricsOn === undefined ? '—' : `${dec(s.metricsOn.project.cpuMicrosPerRequest, 1)} (${dec(s.metricsOn.cpuPerRequest)})`,
     s.target === undefined ? '—' : `≤ ${dec(s.target)}`, verdict(s.pass)
   ]
 }
 
 const SCENARIO_HEADER = [
   'Scenario', 'req/s project', 'req/s baseline', 'req/s ratio', 'p50 ms (P / B)', 'p99 ms (P / B)',
-  'non-2xx (P / B)', 'CPU µs/req project', 'CPU µs/req baseline', 'CPU ratio', 'Target', 'Result'
+  'non-2xx (P / B)', 'CPU µs/req project', 'CPU µs/req baseline', 'CPU ratio', 'metrics on: µs/req (ratio)', 'Target', 'Result'
 ]
 
 /** The whole report as markdown: the tables that BENCHMARKS.md shows. */

@@ -47,7 +47,7 @@ const loadAverageAtStart = os.loadavg()
 if (loadAverageAtStart[0] > 0.5) log(`warning: load average is ${loadAverageAtStart[0].toFixed(2)}; other work on the machine skews the numbers`)
 
 const secret = randomBytes(32).toString('hex')
-const bench = createHarness({ root, mode, logLevel: options.logLevel, metrics: options.metrics, serverCpu: pinned ? 0 : undefined, secret, log })
+const bench = createHarness({ root, mode, logLevel: options.logLevel, serverCpu: pinned ? 0 : undefined, secret, log })
 const token = signToken(secret)
 const scenarios = throughputScenarios(token)
 
@@ -110,8 +110,8 @@ const report: BenchReport = {
 
 const tables = markdown(report) + (stores === undefined ? '' : `\n${storesMarkdown(stores)}\n`)
 process.stdout.write(tables)
-if (only === undefined && !options.profile && !options.metrics) {
+if (only === undefined && !options.profile) {
   log(writeResults(root, report, tables))
 } else {
-  log('--only, --profile or --metrics: results not written')
+  log('--only or --profile: results not written')
 }

@@ -1,8 +1,9 @@
 /**
- * One scenario on a fresh project server and a fresh baseline server:
- * prefill, warm-up, then the measured rounds interleaved, compared as
- * project / baseline. With --profile both run under node --cpu-prof and the
- * measured rounds' profile summaries are logged.
+ * One scenario on a fresh project server and a fresh baseline server (and,
+ * for a scenario with a target, a project server with metrics on): prefill,
+ * warm-up, then the measured rounds interleaved, compared as project /
+ * baseline. With --profile they run under node --cpu-prof and the measured
+ * rounds' profile summaries are logged.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import os from 'node:os'
@@ -16,15 +17,26 @@ import { compare, summarize, type ScenarioResult } from './report.js'
 import type { Scenario } from './scenarios.js'
 import type { RunningServer, ServerKind } from './servers.js'
 
+/** A server of the comparison: its kind, its name in the log, and environment on top of its kind's. */
+interface Contender {
+  kind: ServerKind
+  label: string
+  env?: Record<string, string>
+}
+
 export async function runScenario (bench: Harness, scenario: Scenario, profile: boolean): Promise<ScenarioResult> {
   const { mode, log } = bench
   const login = scenario.id === 'login'
-  const kinds: ServerKind[] = ['project', 'baseline']
+  const contenders: Contender[] = [
+    { kind: 'project', label: 'project' },
+    { kind: 'baseline', label: 'baseline' },
+    ...(scenario.target === undefined ? [] : [{ kind: 'project' as const, label: 'project, metrics on', env: { METRICS_ENABLED: 'true' } }])
+  ]
   const servers: RunningServer[] = []
-  const profileDirs = kinds.map((kind) => profile ? mkdtempSync(join(os.tmpdir(), `cats-bench-${kind}-`)) : undefined)
-  let skipMs = [0, 0]
+  const profileDirs = contenders.map(({ kind }) => profile ? mkdtempSync(join(os.tmpdir(), `cats-bench-${kind}-`)) : undefined)
+  let skipMs = contenders.map(() => 0)
   try {
-    for (const [index, kind] of kinds.entries()) servers.push(await bench.start(kind, { profileDir: profileDirs[index] }))
+    for (const [index, { kind, env }] of contenders.entries()) servers.push(await bench.start(kind, { env, profileDir: profileDirs[index] }))
     const workloads = servers.map(() => scenario.workload())
     for (const server of servers) {
       const filled = await prefill(server.url, scenario.cats)
@@ -35,17 +47,18 @@ export async function runScenario (bench: Harness, scenario: Scenario, profile: 
     skipMs = servers.map((server) => performance.now() - server.spawnedAt)
     const samples = await bench.measureRounds(servers, workloads,
       bench.settings(mode.duration, scenario.settings, login ? mode.loginAmount : undefined),
-      (round, index) => `[${scenario.id}] round ${round} ${servers[index].kind}`)
-    const [project, baseline] = servers.map((server, index) => summarize(samples[index], memory(server.pid).peakRss))
-    const result = compare(scenario.id, scenario.title, scenario.target, project, baseline)
-    log(`[${scenario.id}] CPU ratio ${result.ratios.cpuPerRequest.toFixed(2)}, req/s ratio ${result.ratios.reqPerSec.toFixed(2)}`)
+      (round, index) => `[${scenario.id}] round ${round} ${contenders[index].label}`)
+    const [project, baseline, withMetrics] = servers.map((server, index) => summarize(samples[index], memory(server.pid).peakRss))
+    const result = compare(scenario.id, scenario.title, scenario.target, project, baseline, withMetrics)
+    log(`[${scenario.id}] CPU ratio ${result.ratios.cpuPerRequest.toFixed(2)}` +
+      `${result.metricsOn === undefined ? '' : ` (metrics on ${result.metricsOn.cpuPerRequest.toFixed(2)})`}, req/s ratio ${result.ratios.reqPerSec.toFixed(2)}`)
     return result
   } finally {
     for (const server of servers) await server.stop()
     for (const [index, dir] of profileDirs.entries()) {
       if (dir === undefined) continue
       // A server writes its profile when it exits.
-      log(`[${scenario.id}] where the ${kinds[index]}'s CPU time goes (node --cpu-prof, measured rounds only):\n` +
+      log(`[${scenario.id}] where the ${contenders[index].label}'s CPU time goes (node --cpu-prof, measured rounds only):\n` +
         summarizeProfiles(dir, skipMs[index]))
       rmSync(dir, { recursive: true, force: true })
     }

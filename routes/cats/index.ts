@@ -135,7 +135,7 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
       params: CatIdParams,
       body: UpdateCatBody,
       response: {
-        200: catOrNothing('The whole cat after the merge, or an empty text/plain body when no cat has this id', ref(StoredCat)),
+        200: catOrNothing('The whole cat after the merge, or an empty text/plain body when no cat has this id', JsonText(ref(StoredCat))),
         400: badRequest('The id or the body is invalid: not a JSON object, a reserved key such as __proto__, or nested too deep',
           'params.id', `must match pattern "${INTEGER_TEXT_PATTERN}"`),
         ...authErrors,
@@ -149,9 +149,11 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
     const problems = findMergeProblems(request.body)
     if (problems.length > 0) throw invalidRequest('body', problems)
     assertMemoryForWrites()
-    const cat = await fastify.catsStore.update(catId(request.params), request.body)
-    if (cat === undefined) return noCat(reply)
-    return cat
+    // The merged cat's JSON as stored: serialized once, by the store.
+    const json = await fastify.catsStore.updateJson(catId(request.params), request.body)
+    if (json === undefined) return noCat(reply)
+    reply.type(JSON_CONTENT_TYPE)
+    return json
   })
 
   fastify.delete('/:id', {

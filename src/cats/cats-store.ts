@@ -65,6 +65,8 @@ export interface CatsStore {
   createOnce: (fields: CreateCatBody, request: IdempotentRequest) => MaybePromise<IdempotentCreateResult>
   /** Undefined when no cat has this id; throws CatTooLargeError when the merged cat would exceed `maxCatBytes`. */
   update: (id: number, fields: UpdateCatBody) => MaybePromise<StoredCat | undefined>
+  /** The same merge, answered with the merged cat as JSON text, as stored. */
+  updateJson: (id: number, fields: UpdateCatBody) => MaybePromise<string | undefined>
   remove: (id: number) => MaybePromise<void>
   /** Whether the store can serve requests now (for readiness checks). */
   isReady: () => MaybePromise<boolean>

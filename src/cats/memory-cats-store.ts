@@ -114,13 +114,11 @@ export class MemoryCatsStore implements CatsStore {
 
   /** Shallow-merges the fields into the cat; `id` never changes. */
   update (id: number, fields: UpdateCatBody): StoredCat | undefined {
-    const entry = this.#byId.get(id)?.first
-    if (entry === undefined) return undefined
-    const { json } = mergeWithinLimit(entry.cat, fields, this.#limits.maxCatBytes)
-    // In place: the list order and the id index refer to this object.
-    assignFields(entry.cat, fields)
-    entry.json = json
-    return entry.cat
+    return this.#merge(id, fields)?.cat
+  }
+
+  updateJson (id: number, fields: UpdateCatBody): string | undefined {
+    return this.#merge(id, fields)?.json
   }
 
   /** Removes the earliest created cat with this id, if any. */
@@ -149,6 +147,16 @@ export class MemoryCatsStore implements CatsStore {
     this.#inCreationOrder = []
     this.#removedInOrder = 0
     this.#byId.clear()
+  }
+
+  #merge (id: number, fields: UpdateCatBody): Entry | undefined {
+    const entry = this.#byId.get(id)?.first
+    if (entry === undefined) return undefined
+    const { json } = mergeWithinLimit(entry.cat, fields, this.#limits.maxCatBytes)
+    // In place: the list order and the id index refer to this object.
+    assignFields(entry.cat, fields)
+    entry.json = json
+    return entry
   }
 
   #sweepKeys (now: number): void {

@@ -19,9 +19,9 @@ export function findMergeProblems (value: unknown): FieldError[] {
       return
     }
     for (const [key, child] of Object.entries(node)) {
-      const childPath = `${path}/${escapePointer(key)}`
-      if (FORBIDDEN_KEYS.has(key)) problems.push({ instancePath: childPath, message: `uses the reserved key "${key}"` })
-      else visit(child, childPath, level + 1)
+      // The pointer is built only where it may be needed: most values merged are not objects.
+      if (FORBIDDEN_KEYS.has(key)) problems.push({ instancePath: `${path}/${escapePointer(key)}`, message: `uses the reserved key "${key}"` })
+      else if (typeof child === 'object' && child !== null) visit(child, `${path}/${escapePointer(key)}`, level + 1)
     }
   }
   visit(value, '', 1)

@@ -155,6 +155,12 @@ export class SqlCatsStore implements CatsStore {
     }))
   }
 
+  async updateJson (id: number, fields: UpdateCatBody): Promise<string | undefined> {
+    const cat = await this.update(id, fields)
+    // The merged JSON is stored exactly as JSON.stringify writes it.
+    return cat === undefined ? undefined : JSON.stringify(cat)
+  }
+
   async remove (id: number): Promise<void> {
     await this.#guard(() => this.#client.query(REMOVE, [id]))
   }

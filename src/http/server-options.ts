@@ -10,7 +10,7 @@ import { clientErrorHandler } from './client-errors.js'
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 /** A client's x-request-id when it is a UUID, else a new UUID. */
-function requestId (request: IncomingMessage): string {
+export function requestId (request: IncomingMessage): string {
   const given = request.headers['x-request-id']
   return typeof given === 'string' && UUID.test(given) ? given : randomUUID()
 }

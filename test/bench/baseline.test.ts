@@ -3,7 +3,8 @@ import { randomUUID } from 'node:crypto'
 import Fastify from 'fastify'
 import { createSigner, createVerifier } from 'fast-jwt'
 import app from '../../src/app.js'
-import type { ConfigInput } from '../../src/config.js'
+import { loadConfig, type ConfigInput } from '../../src/config.js'
+import { serverOptions } from '../../src/http/server-options.js'
 import { createBaselineServer, type BaselineOptions } from '../../bench/baseline-server.js'
 
 // The benchmark compares the service with bench/baseline-server.ts; these tests
@@ -22,9 +23,8 @@ interface Call {
 interface Reply {
   status: number
   body: string
-  contentType: string | undefined
-  wwwAuthenticate: string | undefined
-  retryAfter: string | undefined
+  /** Every response header but the connection's own and the date; a request id the server made up shows as NEW_ID. */
+  headers: Record<string, string>
 }
 
 interface Pair {
@@ -32,11 +32,24 @@ interface Pair {
   baseline: (call: Call) => Promise<Reply>
 }
 
-const text = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined)
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+const NEW_ID = '(a new UUID)'
+// Set by the connection (keep-alive over a socket, none with inject) or the clock, not by the route.
+const CONNECTION_HEADERS = new Set(['connection', 'keep-alive', 'date', 'transfer-encoding'])
+
+/** The headers to compare, in name order; the echoed request id as sent, a made-up one as NEW_ID. */
+function comparable (call: Call, headers: Iterable<[string, string]>): Record<string, string> {
+  const sentId = call.headers?.['x-request-id']
+  const kept = [...headers].filter(([name]) => !CONNECTION_HEADERS.has(name)).map(([name, value]): [string, string] =>
+    name === 'x-request-id' && value !== sentId && UUID.test(value) ? [name, NEW_ID] : [name, value])
+  return Object.fromEntries(kept.sort(([a], [b]) => a.localeCompare(b)))
+}
 
 async function setup (t: Test, config: Partial<ConfigInput> = {}, options: Partial<BaselineOptions> = {}): Promise<Pair> {
-  const service = Fastify({ logger: false })
-  await service.register(app, { config: { JWT_SECRET: SECRET, LOG_LEVEL: 'silent', ...config } })
+  // The server options of the standalone server, which the benchmark runs: its request-id rule among them.
+  const serviceConfig: ConfigInput = { ...config, JWT_SECRET: SECRET, LOG_LEVEL: 'silent' }
+  const service = Fastify(serverOptions(loadConfig(serviceConfig)))
+  await service.register(app, { config: serviceConfig })
   await service.ready()
   t.teardown(() => service.close())
 
@@ -52,23 +65,11 @@ async function setup (t: Test, config: Partial<ConfigInput> = {}, options: Parti
   return {
     async service (call) {
       const res = await service.inject({ method: call.method ?? 'GET', url: call.url, headers: call.headers, payload: call.body })
-      return {
-        status: res.statusCode,
-        body: res.body,
-        contentType: text(res.headers['content-type']),
-        wwwAuthenticate: text(res.headers['www-authenticate']),
-        retryAfter: text(res.headers['retry-after'])
-      }
+      return { status: res.statusCode, body: res.body, headers: comparable(call, Object.entries(res.headers).map(([name, value]) => [name, String(value)])) }
     },
     async baseline (call) {
       const res = await fetch(origin + call.url, { method: call.method ?? 'GET', headers: call.headers, body: call.body })
-      return {
-        status: res.status,
-        body: await res.text(),
-        contentType: res.headers.get('content-type') ?? undefined,
-        wwwAuthenticate: res.headers.get('www-authenticate') ?? undefined,
-        retryAfter: res.headers.get('retry-after') ?? undefined
-      }
+      return { status: res.status, body: await res.text(), headers: comparable(call, res.headers.entries()) }
     }
   }
 }
@@ -90,7 +91,7 @@ async function sameStatus (t: Test, pair: Pair, call: Call, status: number): Pro
   const what = `${call.method ?? 'GET'} ${call.url} ${call.body ?? ''}`
   t.equal(service.status, status, `service: ${what}`)
   t.equal(baseline.status, status, `baseline: ${what}`)
-  t.equal(baseline.contentType, service.contentType, `content type: ${what}`)
+  t.equal(baseline.headers['content-type'], service.headers['content-type'], `content type: ${what}`)
   const fields = (reply: Reply): unknown => {
     const body: unknown = JSON.parse(reply.body)
     const validation = typeof body === 'object' && body !== null && 'validation' in body ? body.validation : undefined
@@ -135,7 +136,7 @@ t.test('the benchmarked requests get the same status, body and headers', async (
   const service = await pair.service(login('changeme'))
   const baseline = await pair.baseline(login('changeme'))
   t.equal(baseline.status, service.status)
-  t.equal(baseline.contentType, service.contentType)
+  t.equal(baseline.headers['content-type'], service.headers['content-type'])
   const verify = createVerifier({ key: SECRET, algorithms: ['HS256'] })
   const tokenClaims = (reply: Reply): unknown => {
     const body: unknown = JSON.parse(reply.body)
@@ -147,6 +148,14 @@ t.test('the benchmarked requests get the same status, body and headers', async (
   t.match(tokenClaims(service), { token_type: 'Bearer', expires_in: 3600, access_token: { sub: 1, username: 'john', lifetime: 3600 } })
 
   await same(t, pair, { url: '/nowhere?x=1' }, 404)
+  const reply = await same(t, pair, { url: '/cats/1', headers: { 'x-request-id': 'not-a-uuid' } }, 200)
+  t.equal(reply.headers['x-request-id'], NEW_ID, 'an id that is not a UUID is replaced')
+  t.strictSame(Object.keys(reply.headers), [
+    'content-length', 'content-security-policy', 'content-type', 'cross-origin-resource-policy', 'referrer-policy', 'strict-transport-security',
+    'x-content-type-options', 'x-frame-options', 'x-request-id'
+  ], 'the security headers are among those compared')
+  const id = randomUUID()
+  t.equal((await same(t, pair, { url: '/cats/1', headers: { 'x-request-id': id } }, 200)).headers['x-request-id'], id, 'a UUID is echoed')
   await same(t, pair, { method: 'PATCH', url: '/cats/1' }, 404)
 })
 
@@ -160,9 +169,28 @@ t.test('tokens the guard refuses get the same 401', async (t) => {
     sign({ sub: true, username: 'john' }),
     createSigner({ key: SECRET, algorithm: 'HS512' })({ sub: 1, username: 'john', exp: Math.floor(Date.now() / 1000) + 60 }),
     createSigner({ key: SECRET, clockTimestamp: Date.now() - 7_200_000, expiresIn: 60_000 })({ sub: 1, username: 'john' }),
+    createSigner({ key: SECRET, expiresIn: 7_200_000 })({ sub: 1, username: 'john', jti: randomUUID(), sid: randomUUID() }),
+    createSigner({ key: SECRET, clockTimestamp: Date.now() + 600_000, expiresIn: 60_000 })({ sub: 1, username: 'john', jti: randomUUID(), sid: randomUUID() }),
+    createSigner({ key: SECRET, expiresIn: 60_000 })({ sub: 1, username: 'john', sid: randomUUID() }),
+    createSigner({ key: SECRET, expiresIn: 60_000 })({ sub: 1, username: 'john', jti: randomUUID(), sid: 'x'.repeat(65) }),
     'not-a-token'
   ]
   for (const token of refused) await same(t, pair, { url: '/profile', headers: bearer(token) }, 401)
+})
+
+t.test('a token logged out is refused by both', async (t) => {
+  const pair = await setup(t)
+  const token = sign({ sub: 1, username: 'john' })
+  for (const side of ['service', 'baseline'] as const) {
+    const logout = { method: 'POST', url: '/auth/logout', headers: bearer(token) }
+    const first = await pair[side](logout)
+    t.equal(first.status, 204, side)
+    t.strictSame(first, await pair[side === 'service' ? 'baseline' : 'service']({ ...logout, headers: bearer(sign({ sub: 1, username: 'john' })) }),
+      'the other answers a logout the same way')
+  }
+  await same(t, pair, { url: '/profile', headers: bearer(token) }, 401)
+  await same(t, pair, { method: 'POST', url: '/auth/logout', headers: bearer(token) }, 401)
+  await same(t, pair, { method: 'POST', url: '/auth/logout' }, 401)
 })
 
 t.test('bad requests get the same statuses', async (t) => {
@@ -201,7 +229,7 @@ t.test('limits: a full collection and a full hash queue', async (t) => {
     const done = replies.find((reply) => reply.status === 200)
     t.ok(busy !== undefined && done !== undefined, `${side}: one login runs, the other is refused`)
     t.match(JSON.parse(String(busy?.body)), { statusCode: 503, error: 'Service Unavailable', message: 'Too many logins in progress; retry shortly', code: 'AUTH_ERR_LOGINS_IN_PROGRESS' })
-    t.equal(busy?.retryAfter, '1')
+    t.equal(busy?.headers['retry-after'], '1')
     t.match(JSON.parse(String(done?.body)), { token_type: 'Bearer', expires_in: 60 })
   }
 })

@@ -167,6 +167,12 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
     Object.assign(expected, again)
     t.equal(JSON.stringify(await store.update(1, again)), JSON.stringify(expected), 'replaced keys keep their place')
     t.equal(JSON.stringify(await store.find(1)), JSON.stringify(expected))
+
+    const last = { age: 5, toy: 'ball' }
+    Object.assign(expected, last)
+    t.equal(await store.updateJson(1, last), JSON.stringify(expected), 'updateJson answers the same JSON text')
+    t.equal(await store.findJson(1), JSON.stringify(expected), 'as stored')
+    t.equal(await store.updateJson(99, last), undefined, 'no cat has the id')
   })
 
   t.test('keys such as __proto__ and constructor are stored as plain data', async (t) => {
