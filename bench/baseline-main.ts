@@ -15,7 +15,8 @@ const server = createBaselineServer({
   catsMax: optional('CATS_MAX'),
   bodyLimit: optional('BODY_LIMIT'),
   hashConcurrency: optional('HASH_CONCURRENCY'),
-  hashQueueMax: optional('HASH_QUEUE_MAX')
+  hashQueueMax: optional('HASH_QUEUE_MAX'),
+  headers: env.BASELINE_HEADERS !== '0'
 })
 const port = Number(env.PORT ?? 3001)
 server.listen(port, '127.0.0.1', () => {

@@ -39,6 +39,8 @@ export interface BaselineOptions {
   hashConcurrency?: number
   /** HASH_QUEUE_MAX (default 100). */
   hashQueueMax?: number
+  /** Send the service's security headers and request id (default true); without them it is the floor of the earlier comparison. */
+  headers?: boolean
 }
 
 interface Issue {
@@ -68,8 +70,11 @@ const SECURITY_HEADERS = apiSecurityHeaders()
 
 /** Every response's headers: the security headers, the request id (the client's UUID or a new one), and `headers`. */
 function responseHeaders (res: ServerResponse, headers: OutgoingHttpHeaders): OutgoingHttpHeaders {
-  return { ...SECURITY_HEADERS, 'x-request-id': requestId(res.req), ...headers }
+  return withoutServiceHeaders.has(res) ? headers : { ...SECURITY_HEADERS, 'x-request-id': requestId(res.req), ...headers }
 }
+
+// The responses of a baseline created with `headers: false`.
+const withoutServiceHeaders = new WeakSet<ServerResponse>()
 
 function sendJson (res: ServerResponse, status: number, value: unknown, headers: Record<string, string> = {}): void {
   sendJsonText(res, status, JSON.stringify(value), headers)
@@ -146,7 +151,11 @@ const NOT_AN_OBJECT: Issue[] = [{ field: 'body', message: 'must be object' }]
 const busy = (): Error => new Error('busy')
 
 export function createBaselineServer (options: BaselineOptions): Server {
-  const server = createServer((req, res) => route(req, res))
+  const serviceHeaders = options.headers ?? true
+  const server = createServer((req, res) => {
+    if (!serviceHeaders) withoutServiceHeaders.add(res)
+    route(req, res)
+  })
   const expiresIn = options.expiresIn ?? 3600
   const catsMax = options.catsMax ?? 100_000
   const bodyLimit = options.bodyLimit ?? 16_384

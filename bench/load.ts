@@ -155,6 +155,22 @@ export async function prefill (url: string, count: number, budgetSeconds = Infin
   return { cats: created, seconds, catsPerSec: seconds > 0 ? created / seconds : 0, non201: sent - created }
 }
 
+/**
+ * Logs out each token once (POST /auth/logout, one connection, so that every
+ * token is sent exactly once); the number answered 204.
+ */
+export async function logOut (url: string, tokens: string[]): Promise<number> {
+  const result = await autocannon({
+    url,
+    connections: 1,
+    amount: tokens.length,
+    sampleInt: 100,
+    timeout: 30,
+    requests: tokens.map((token) => ({ method: 'POST', path: '/auth/logout', headers: { authorization: `Bearer ${token}` } }))
+  })
+  return result.statusCodeStats['204']?.count ?? 0
+}
+
 /** One keep-alive request; resolves to the status once the whole response is read. */
 function send (agent: Agent, url: string, req: LoadRequest): Promise<number> {
   return new Promise((resolve, reject) => {

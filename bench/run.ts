@@ -59,7 +59,10 @@ for (const scenario of scenarios) {
 const login = wanted(loginScenario.id) ? await runScenario(bench, loginScenario, options.profile) : undefined
 const flood = wanted('flood') ? await runFlood(bench, token) : undefined
 const scaling = wanted('scaling') ? await runScaling(bench) : undefined
-const floor = wanted('floor') ? await runFloor(bench, findScenario(scenarios, 'cat-read')) : undefined
+const floors = []
+if (wanted('floor')) {
+  for (const id of ['cat-read', 'cat-create']) floors.push(await runFloor(bench, findScenario(scenarios, id)))
+}
 const stores = wanted('stores')
   ? await runStores({
     databaseUrl: process.env.BENCH_DATABASE_URL ?? DEFAULT_DATABASE_URL,
@@ -104,7 +107,7 @@ const report: BenchReport = {
   flood,
   scaling,
   stores,
-  floor,
+  floors,
   startup: { project, baseline: startupStats(bench.startups.baseline), target: startupTarget, pass: project.median < startupTarget }
 }
 

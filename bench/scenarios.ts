@@ -14,14 +14,16 @@ export interface Scenario {
   target: number | undefined
   /** Cats created before the warm-up. */
   cats: number
+  /** Tokens logged out before the warm-up, so that the denylist holds this many entries. */
+  revoked?: number
   /** A fresh workload per server (paths rotate independently). */
   workload: () => Workload
   settings: Partial<LoadSettings>
 }
 
 function scenario (id: string, title: string, target: number | undefined, cats: number,
-  workload: () => Workload, settings: Partial<LoadSettings> = {}): Scenario {
-  return { id, title, target, cats, workload, settings }
+  workload: () => Workload, settings: Partial<LoadSettings> = {}, revoked?: number): Scenario {
+  return { id, title, target, cats, workload, settings, ...(revoked !== undefined && { revoked }) }
 }
 
 /** A token for the demo user john, valid for an hour, as the service issues it when signed with its secret. */
@@ -58,6 +60,8 @@ export function throughputScenarios (token: string): Scenario[] {
   const badToken = signToken(randomBytes(32).toString('hex'))
   return [
     scenario('profile', 'GET /profile', ROUTE_TARGET, 0, () => ({ requests: [profileRequest(token)] })),
+    scenario('profile-revoked', 'GET /profile, 10,000 tokens logged out', ROUTE_TARGET, 0,
+      () => ({ requests: [profileRequest(token)] }), {}, 10_000),
     scenario('profile-bad-token', 'GET /profile, bad token (401)', ROUTE_TARGET, 0, () => ({ requests: [profileRequest(badToken)] })),
     scenario('cat-read', 'GET /cats/:id (1,000 cats)', ROUTE_TARGET, 1_000, () => ({ requests: perId({ method: 'GET' }, 1_000) })),
     scenario('cats-list', 'GET /cats (100 cats)', 0.8, 100, () => ({ requests: [{ method: 'GET', path: '/cats' }] })),

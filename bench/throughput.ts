@@ -11,10 +11,10 @@ import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { summarizeProfiles } from './cpu-profile.js'
 import type { Harness } from './harness.js'
-import { measure, prefill } from './load.js'
+import { logOut, measure, prefill } from './load.js'
 import { memory } from './proc.js'
 import { compare, summarize, type ScenarioResult } from './report.js'
-import type { Scenario } from './scenarios.js'
+import { signToken, type Scenario } from './scenarios.js'
 import type { RunningServer, ServerKind } from './servers.js'
 
 /** A server of the comparison: its kind, its name in the log, and environment on top of its kind's. */
@@ -41,6 +41,12 @@ export async function runScenario (bench: Harness, scenario: Scenario, profile: 
     for (const server of servers) {
       const filled = await prefill(server.url, scenario.cats)
       if (filled.cats !== scenario.cats) throw new Error(`${server.kind}: prefill created ${filled.cats} of ${scenario.cats} cats`)
+      const revoked = scenario.revoked ?? 0
+      if (revoked > 0) {
+        const tokens = Array.from({ length: revoked }, () => signToken(bench.env.project.JWT_SECRET))
+        const loggedOut = await logOut(server.url, tokens)
+        if (loggedOut !== revoked) throw new Error(`${server.kind}: ${loggedOut} of ${revoked} logouts succeeded`)
+      }
       await measure(server.pid, server.url, scenario.workload(), bench.settings(mode.warmup, scenario.settings, login ? 2 : undefined))
     }
     // Profiles leave out start-up, prefill and warm-up.

@@ -233,3 +233,9 @@ t.test('limits: a full collection and a full hash queue', async (t) => {
     t.match(JSON.parse(String(done?.body)), { token_type: 'Bearer', expires_in: 60 })
   }
 })
+
+t.test('without the service headers (the floor of the earlier comparison) only the route\'s own headers are sent', async (t) => {
+  const pair = await setup(t, {}, { headers: false })
+  const reply = await pair.baseline({ url: '/cats/1', headers: { 'x-request-id': randomUUID() } })
+  t.strictSame(Object.keys(reply.headers), ['content-length', 'content-type'])
+})
