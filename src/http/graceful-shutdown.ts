@@ -33,10 +33,15 @@ export function drainingShutdown (fastify: FastifyInstance, timeoutMs: number): 
       if (sockets.size === 0) allClosed?.()
     })
   })
-  fastify.addHook('onRequest', async (request, reply) => {
-    if (!draining) return
+  // A callback hook, not an async one: it runs on every request, and a promise each time would cost more than the check.
+  fastify.addHook('onRequest', (request, reply, done) => {
+    if (!draining) {
+      done()
+      return
+    }
     reply.header('connection', 'close')
-    if (request.routeOptions.config.readiness === true) return reply.code(503).send({ ready: false, reason: 'shutting down' })
+    if (request.routeOptions.config.readiness === true) reply.code(503).send({ ready: false, reason: 'shutting down' })
+    else done()
   })
 
   return async function shutdown (): Promise<void> {

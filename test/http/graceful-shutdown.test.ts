@@ -111,6 +111,9 @@ t.test('drainingShutdown: closes at once without connections, and cuts what is l
   const probe: Socket = connect(port, '127.0.0.1')
   probe.on('error', () => {})
   await once(probe, 'connect')
+  const busy: Socket = connect(port, '127.0.0.1')
+  busy.on('error', () => {})
+  await once(busy, 'connect')
   const socket: Socket = connect(port, '127.0.0.1')
   socket.on('error', () => {})
   socket.write('GET / HTTP/1.1\r\nhost: x\r\n\r\n')
@@ -121,6 +124,9 @@ t.test('drainingShutdown: closes at once without connections, and cuts what is l
   probe.write('GET /ready HTTP/1.1\r\nhost: x\r\n\r\n')
   const [answer] = await once(probe, 'data')
   t.match(String(answer), /^HTTP\/1\.1 503[^]*connection: close[^]*"reason":"shutting down"/i, 'readiness on an open connection: 503 with Connection: close')
+  busy.write('GET / HTTP/1.1\r\nhost: x\r\n\r\n')
+  const [served] = await once(busy, 'data')
+  t.match(String(served), /^HTTP\/1\.1 200[^]*connection: close[^]*\r\n\r\nok$/i, 'another route on an open connection: served, with Connection: close')
   await closing
   t.ok(Date.now() - started >= 290, 'waited for the drain time')
   await socketClosed
