@@ -2,7 +2,11 @@ import { Ajv, type AnySchema, type Options, type ValidateFunction } from 'ajv'
 import addFormats from 'ajv-formats'
 import type { FastifySchemaCompiler } from 'fastify'
 
-type Validator = ReturnType<FastifySchemaCompiler<AnySchema>>
+/** What Fastify uses of an Ajv validator: the call (with the parent data when given) and `errors`. */
+interface Validator {
+  (data: unknown, context?: Parameters<ValidateFunction>[1]): boolean
+  errors?: ValidateFunction['errors']
+}
 
 function createAjv (coerceTypes: Options['coerceTypes'], sharedSchemas: AnySchema[]): Ajv {
   const ajv = new Ajv({
@@ -30,7 +34,7 @@ function createAjv (coerceTypes: Options['coerceTypes'], sharedSchemas: AnySchem
 export function validatorOnFirstUse (compile: () => ValidateFunction): Validator {
   let compiled: ValidateFunction | undefined
   const validator = (): ValidateFunction => (compiled ??= compile())
-  const validate: Validator = (data: unknown, context?: Parameters<ValidateFunction>[1]) => {
+  const validate: Validator = (data, context) => {
     const check = validator()
     const valid = check(data, context)
     validate.errors = check.errors
