@@ -11,7 +11,9 @@ export const USAGE = `Usage: npm run bench -- [options]
   --duration S       seconds per measured run (default 3, quick 1.5)
   --connections N    autocannon connections for the throughput scenarios (default 50)
   --only a,b         run only these parts (results are then not written): flood, scaling, stores, floor and the scenario ids
-                     profile, profile-revoked, profile-bad-token, cat-read, cats-list, cats-list-10k, cat-create, cat-update, cat-delete-create, login
+                     profile, profile-revoked, profile-bad-token, cat-read, cats-list, cats-list-10k, cat-create, cat-update,
+                     cat-delete-create, login; start-up is always measured (at least 9 starts of each server), so --only startup
+                     measures just that
                      (stores: memory vs PostgreSQL store at env BENCH_DATABASE_URL, default ${DEFAULT_DATABASE_URL})
   --log-level L      LOG_LEVEL of the service (default warn: no per-request logs)
   --no-pin           do not pin the server and the load generator to separate CPUs

@@ -84,15 +84,19 @@ export interface ScalingResult {
 }
 
 export interface StartupStats {
+  /** Wall milliseconds of each start. */
   samples: number[]
   median: number
   min: number
   max: number
+  /** The server's own CPU milliseconds until its first answer, median of the starts. */
+  cpuMedian: number
 }
 
 export interface StartupResult {
   project: StartupStats
   baseline: StartupStats
+  /** The project's wall-time median must be at most this many milliseconds. */
   target: number
   pass: boolean
 }
@@ -151,13 +155,15 @@ export function summarize (samples: Measurement[], peakRss: number): SideSummary
   }
 }
 
-/** Start-up times in ms, rounded to 0.1 ms in the samples. */
-export function startupStats (samples: number[]): StartupStats {
+/** Start-up times in ms (wall and CPU of each start), the wall samples rounded to 0.1 ms. */
+export function startupStats (starts: Array<{ wallMs: number, cpuMs: number }>): StartupStats {
+  const samples = starts.map((start) => start.wallMs)
   return {
     samples: samples.map((ms) => Math.round(ms * 10) / 10),
     median: median(samples),
     min: samples.length === 0 ? 0 : Math.min(...samples),
-    max: samples.length === 0 ? 0 : Math.max(...samples)
+    max: samples.length === 0 ? 0 : Math.max(...samples),
+    cpuMedian: median(starts.map((start) => start.cpuMs))
   }
 }
 
@@ -255,13 +261,15 @@ export function markdown (report: BenchReport): string {
   }
 
   const { startup } = report
-  parts.push('### Start-up (spawn to first successful request, ms)\n\n' + table(
-    ['Server', 'starts', 'median', 'min', 'max', 'Target', 'Result'],
+  parts.push('### Start-up (spawn to first successful request, ms)\n\n' +
+    'Wall time from `spawn()` to the first 200 of `GET /cats/0`; the target is on its median. Other processes on the ' +
+    'machine lengthen it (see the load average above); the server\'s own CPU time until then is shown beside it.\n\n' + table(
+    ['Server', 'starts', 'median', 'min', 'max', 'CPU ms (median)', 'Target', 'Result'],
     [
-      ['project (node dist/src/server.js)', String(startup.project.samples.length), dec(startup.project.median, 0),
-        dec(startup.project.min, 0), dec(startup.project.max, 0), `median < ${startup.target}`, verdict(startup.pass)],
+      ['project (npm start: node dist/server/src/server.js)', String(startup.project.samples.length), dec(startup.project.median, 0),
+        dec(startup.project.min, 0), dec(startup.project.max, 0), dec(startup.project.cpuMedian, 0), `median ≤ ${startup.target}`, verdict(startup.pass)],
       ['baseline (node dist/bench/baseline-main.js)', String(startup.baseline.samples.length), dec(startup.baseline.median, 0),
-        dec(startup.baseline.min, 0), dec(startup.baseline.max, 0), '—', '—']
+        dec(startup.baseline.min, 0), dec(startup.baseline.max, 0), dec(startup.baseline.cpuMedian, 0), '—', '—']
     ]
   ))
 

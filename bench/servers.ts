@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import ts from 'typescript'
+import { cpuSeconds } from './proc.js'
 
 export type ServerKind = 'project' | 'baseline' | 'floor'
 
@@ -19,6 +20,8 @@ export interface StartOptions {
   env: Record<string, string>
   /** Extra node flags, e.g. --cpu-prof. */
   nodeArgs?: string[]
+  /** Runs the project's unbundled build (dist/src/server.js), whose file names tell the packages apart in a profile. */
+  unbundled?: boolean
 }
 
 export interface RunningServer {
@@ -27,14 +30,16 @@ export interface RunningServer {
   url: string
   /** Milliseconds from spawn to the first successful request. */
   startupMs: number
+  /** CPU milliseconds the server used until then (all its threads): unlike the wall time, hardly affected by other processes. */
+  startupCpuMs: number
   /** performance.now() at spawn. */
   spawnedAt: number
   stop: () => Promise<void>
 }
 
 const COMMANDS: Record<ServerKind, string[]> = {
-  // The compiled service, as `npm start` runs it.
-  project: ['dist/src/server.js'],
+  // The bundled service, as `npm start` runs it.
+  project: ['dist/server/src/server.js'],
   // Compiled by compileBaseline(), beside dist/src whose domain modules it imports.
   baseline: ['dist/bench/baseline-main.js'],
   // Likewise; see bench/floor-server.ts.
@@ -95,7 +100,8 @@ export async function startServer (kind: ServerKind, options: StartOptions): Pro
   const port = await freePort()
   const logFile = join(os.tmpdir(), `cats-bench-${kind}-${port}.log`)
   const log = openSync(logFile, 'w')
-  const node = [process.execPath, ...(options.nodeArgs ?? []), ...COMMANDS[kind]]
+  const command = options.unbundled === true && kind === 'project' ? ['dist/src/server.js'] : COMMANDS[kind]
+  const node = [process.execPath, ...(options.nodeArgs ?? []), ...command]
   const argv = options.cpu === undefined ? node : ['taskset', '-c', String(options.cpu), ...node]
   const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...options.env, PORT: String(port), HOST: '127.0.0.1' }
 
@@ -106,6 +112,7 @@ export async function startServer (kind: ServerKind, options: StartOptions): Pro
 
   const url = `http://127.0.0.1:${port}`
   let startupMs: number | undefined
+  let startupCpuMs = 0
   while (startupMs === undefined) {
     if (exited(child)) throw new Error(`${kind} server exited during start-up:\n${logTail()}`)
     if (performance.now() - started > 30_000) {
@@ -113,8 +120,10 @@ export async function startServer (kind: ServerKind, options: StartOptions): Pro
       throw new Error(`${kind} server did not answer within 30 s:\n${logTail()}`)
     }
     // GET /cats/0 is public and answers 200 (no cat has id 0) on both servers.
-    if (await getStatus(`${url}/cats/0`) === 200) startupMs = performance.now() - started
-    else await sleep(2)
+    if (await getStatus(`${url}/cats/0`) === 200) {
+      startupMs = performance.now() - started
+      startupCpuMs = cpuSeconds(child.pid ?? 0) * 1000
+    } else await sleep(2)
   }
 
   const pid = child.pid
@@ -131,5 +140,5 @@ export async function startServer (kind: ServerKind, options: StartOptions): Pro
     rmSync(logFile, { force: true })
   }
 
-  return { kind, pid, url, startupMs, spawnedAt: started, stop }
+  return { kind, pid, url, startupMs, startupCpuMs, spawnedAt: started, stop }
 }

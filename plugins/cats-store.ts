@@ -2,9 +2,8 @@ import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import { MemoryCatsStore } from '../src/cats/memory-cats-store.js'
 import type { CatsStore, StoreLimits } from '../src/cats/cats-store.js'
-import { connect, type SqlClient } from '../src/cats/sql-client.js'
-import { SqlCatsStore } from '../src/cats/sql-cats-store.js'
-import { migrate } from '../src/cats/sql-migrations.js'
+import type { SqlClient } from '../src/cats/sql-client.js'
+import type { SqlCatsStore } from '../src/cats/sql-cats-store.js'
 import { DependencyStatus } from '../src/dependency-status.js'
 
 declare module 'fastify' {
@@ -16,6 +15,12 @@ declare module 'fastify' {
 }
 
 async function openSqlStore (fastify: FastifyInstance, databaseUrl: string, limits: StoreLimits): Promise<SqlCatsStore> {
+  // Loaded only when a database is used, like the drivers they load.
+  const [{ connect }, { SqlCatsStore }, { migrate }] = await Promise.all([
+    import('../src/cats/sql-client.js'),
+    import('../src/cats/sql-cats-store.js'),
+    import('../src/cats/sql-migrations.js')
+  ])
   const client = await connect(databaseUrl)
   try {
     for (const { version, name } of await migrate(client)) fastify.log.info({ version, name }, 'applied database migration')

@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
 import type { AppOptions } from '../src/app-options.js'
-import { ServiceMetrics, UNMATCHED_ROUTE } from '../src/metrics/service-metrics.js'
+import type { ServiceMetrics } from '../src/metrics/service-metrics.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -20,6 +20,8 @@ export default fp<AppOptions>(async (fastify, opts) => {
     fastify.decorate('metrics', undefined)
     return
   }
+  // Loaded only here: prom-client is a large module graph that a service without metrics never needs.
+  const { ServiceMetrics, UNMATCHED_ROUTE } = await import('../src/metrics/service-metrics.js')
   // Read at scrape time: the store is decorated by its own plugin, after this one.
   const metrics = new ServiceMetrics(registry, { countCats: () => fastify.catsStore.count() })
   fastify.decorate('metrics', metrics)

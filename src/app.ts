@@ -1,8 +1,10 @@
 import { join } from 'node:path'
 import AutoLoad from '@fastify/autoload'
+import { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
 import type { FastifyPluginAsync } from 'fastify'
 import type { AppOptions } from './app-options.js'
 import { createValidatorCompiler } from './http/validator-compiler.js'
+import { serializersOnFirstUse } from './http/serializer-compiler.js'
 import { errorHandler, notFoundHandler } from './http/error-handler.js'
 import { sharedSchemas } from './http/shared-schemas.js'
 
@@ -15,6 +17,8 @@ const root = join(import.meta.dirname, '..')
  * it, usually under a prefix; its validator, error handling and hooks stay inside.
  */
 const app: FastifyPluginAsync<AppOptions> = async (fastify, opts) => {
+  // Fastify's own serializers, each compiled when its first reply is sent.
+  fastify.setSchemaController({ compilersFactory: { buildSerializer: serializersOnFirstUse(SerializerSelector()) } })
   fastify.setValidatorCompiler(createValidatorCompiler(sharedSchemas))
   for (const schema of sharedSchemas) fastify.addSchema(schema)
   fastify.setErrorHandler(errorHandler)

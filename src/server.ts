@@ -1,14 +1,24 @@
-import Fastify from 'fastify'
+import Fastify, { type FastifyInstance } from 'fastify'
 import closeWithGrace from 'close-with-grace'
-import { Registry } from 'prom-client'
+import type { Registry } from 'prom-client'
 import app from './app.js'
 import { loadConfig, type Config } from './config.js'
 import { serverOptions } from './http/server-options.js'
-import { metricsEndpoint } from './metrics/metrics-endpoint.js'
 import { drainingShutdown } from './http/graceful-shutdown.js'
 
 /** Time left after the drain for closing the stores and Redis before the process is stopped anyway. */
 const CLOSE_MARGIN_MS = 5000
+
+/**
+ * A registry served at `GET /metrics` at the root, beside the service: a scrape is not an API request.
+ * prom-client is a large module graph, so it is loaded only when metrics are on.
+ */
+async function serveMetrics (server: FastifyInstance): Promise<{ registry: Registry }> {
+  const [{ Registry }, { metricsEndpoint }] = await Promise.all([import('prom-client'), import('./metrics/metrics-endpoint.js')])
+  const metrics = { registry: new Registry() }
+  server.register(metricsEndpoint, metrics)
+  return metrics
+}
 
 async function main (): Promise<void> {
   let config: Config
@@ -21,9 +31,7 @@ async function main (): Promise<void> {
   }
   const server = Fastify(serverOptions(config))
   const shutdown = drainingShutdown(server, config.SHUTDOWN_TIMEOUT_MS)
-  // At the root, beside the service: a scrape is not an API request.
-  const metrics = config.METRICS_ENABLED ? { registry: new Registry() } : undefined
-  if (metrics !== undefined) server.register(metricsEndpoint, metrics)
+  const metrics = config.METRICS_ENABLED ? await serveMetrics(server) : undefined
   server.register(app, { config, metrics })
   closeWithGrace({ delay: config.SHUTDOWN_TIMEOUT_MS + CLOSE_MARGIN_MS }, async ({ signal, err }) => {
     if (err !== undefined) server.log.error({ err }, 'shutting down after an error')

@@ -8,14 +8,12 @@ import { join } from 'node:path'
 import { isDeepStrictEqual } from 'node:util'
 import pg from 'pg'
 import { hashPassword } from '../src/auth/password.js'
+import { baseEnv, serverFile } from './support/server.js'
 
 // Two compiled servers (and restarts of one) against the same storage: what one
 // process cannot show. PostgreSQL and Redis parts run when CI finds those servers
 // (TEST_DATABASE_URL, TEST_REDIS_URL); the PGlite durability check always runs.
 
-const serverFile = join(import.meta.dirname, '..', 'dist', 'src', 'server.js')
-// The children run the compiled files; keep their coverage out of the report of the .ts sources.
-const baseEnv = { PATH: process.env.PATH, _TAPJS_PROCESSINFO_COVERAGE_: '0' }
 const { TEST_DATABASE_URL, TEST_REDIS_URL } = process.env
 // One secret per run, the same for every server of the run.
 const JWT_SECRET = randomBytes(32).toString('hex')

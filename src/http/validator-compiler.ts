@@ -1,6 +1,12 @@
-import { Ajv, type AnySchema, type Options } from 'ajv'
+import { Ajv, type AnySchema, type Options, type ValidateFunction } from 'ajv'
 import addFormats from 'ajv-formats'
 import type { FastifySchemaCompiler } from 'fastify'
+
+/** What Fastify uses of an Ajv validator: the call (with the parent data when given) and `errors`. */
+interface Validator {
+  (data: unknown, context?: Parameters<ValidateFunction>[1]): boolean
+  errors?: ValidateFunction['errors']
+}
 
 function createAjv (coerceTypes: Options['coerceTypes'], sharedSchemas: AnySchema[]): Ajv {
   const ajv = new Ajv({
@@ -19,13 +25,36 @@ function createAjv (coerceTypes: Options['coerceTypes'], sharedSchemas: AnySchem
 }
 
 /**
+ * A validator that compiles its schema when it is first called rather than at
+ * start: compiling every route's schemas up front is a large part of the start-up,
+ * and a process may never receive some of the requests they check. It passes on
+ * what Fastify reads of an Ajv validator: `errors` after a call, and `schemaEnv`,
+ * whose presence makes Fastify pass the parent object so Ajv can replace a coerced root.
+ */
+export function validatorOnFirstUse (compile: () => ValidateFunction): Validator {
+  let compiled: ValidateFunction | undefined
+  const validator = (): ValidateFunction => (compiled ??= compile())
+  const validate: Validator = (data, context) => {
+    const check = validator()
+    const valid = check(data, context)
+    validate.errors = check.errors
+    return valid
+  }
+  Object.defineProperty(validate, 'schemaEnv', { get: () => validator().schemaEnv })
+  return validate
+}
+
+/**
  * One Ajv per HTTP part: bodies are never coerced ("3" is not an integer),
  * while params, querystring and headers arrive as strings and may be.
  * Every failing field is reported (allErrors). `sharedSchemas` are the schemas
- * routes reference by `$id`.
+ * routes reference by `$id`. Both Ajv instances and every validator are built on first use.
  */
 export function createValidatorCompiler (sharedSchemas: AnySchema[]): FastifySchemaCompiler<AnySchema> {
-  const bodyAjv = createAjv(false, sharedSchemas)
-  const otherAjv = createAjv('array', sharedSchemas)
-  return ({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : otherAjv).compile(schema)
+  let bodyAjv: Ajv | undefined
+  let otherAjv: Ajv | undefined
+  const ajvFor = (httpPart: string | undefined): Ajv => httpPart === 'body'
+    ? (bodyAjv ??= createAjv(false, sharedSchemas))
+    : (otherAjv ??= createAjv('array', sharedSchemas))
+  return ({ schema, httpPart }) => validatorOnFirstUse(() => ajvFor(httpPart).compile(schema))
 }

@@ -6,11 +6,11 @@ import t, { type Test } from 'tap'
 import { lockDirectory, processIdentity, DirectoryInUseError } from '../../src/cats/directory-lock.js'
 import { pgliteClient } from '../../src/cats/sql-client.js'
 import { TEST_SECRET } from '../support/app.js'
+import { serverFile } from '../support/server.js'
 
 // One PGlite owner per directory: a second opener is refused, a dead owner (even one
 // killed with SIGKILL, or whose PID was recycled) never blocks the next one.
 
-const serverFile = join(import.meta.dirname, '..', '..', 'dist', 'src', 'server.js')
 const LOCK = 'cats-api.lock'
 
 /** A PID that no process has: a child that has exited. */

@@ -2,7 +2,8 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
 import { join } from 'node:path'
 import { TEST_SECRET } from './app.js'
 
-export const serverFile = join(import.meta.dirname, '..', '..', 'dist', 'src', 'server.js')
+/** The bundled server, as `npm start` runs it. */
+export const serverFile = join(import.meta.dirname, '..', '..', 'dist', 'server', 'src', 'server.js')
 // The child runs the compiled files; keep their coverage out of the report of the .ts sources.
 export const baseEnv = { PATH: process.env.PATH, _TAPJS_PROCESSINFO_COVERAGE_: '0' }
 
