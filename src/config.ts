@@ -1,8 +1,5 @@
-import { readFileSync } from 'node:fs'
-import { resolve } from 'node:path'
-import { parseEnv } from 'node:util'
-import { Ajv } from 'ajv'
-import { Type, type Static, type TObject } from '@sinclair/typebox'
+import { envSchema } from 'env-schema'
+import { Type, type Static } from '@sinclair/typebox'
 
 const Duration = Type.String({
   pattern: '^[1-9][0-9]{0,8}(s|m|h|d)$',
@@ -85,7 +82,7 @@ export const ConfigSchema = Type.Object({
   MAX_HEADER_BYTES: Type.Integer({ minimum: 1024, default: 16_384, description: 'Larger request headers get 431' }),
   MAX_EVENT_LOOP_DELAY_MS: Type.Integer({ minimum: 0, default: 1000, description: 'Load shedding (503) past this event-loop delay; `0` turns the check off' }),
   MAX_HEAP_USED_BYTES: Type.Integer({ minimum: 0, default: 0, description: 'Load shedding (503) past this heap use; `0` turns the check off' })
-}, { additionalProperties: false })
+})
 
 export type Config = Static<typeof ConfigSchema>
 
@@ -101,64 +98,22 @@ export interface ConfigSources {
   envFile?: string
 }
 
-/** The settings in a `.env` file, or none when there is no such file. */
-function readEnvFile (path: string): Record<string, string | undefined> {
-  try {
-    return parseEnv(readFileSync(resolve(path), 'utf8'))
-  } catch (error) {
-    if (error instanceof Error && 'code' in error && error.code === 'ENOENT') return {}
-    throw error
-  }
-}
-
-let settingsAjv: Ajv | undefined
-
-/**
- * The Ajv that checks settings, built on first use. Settings arrive as strings, so it coerces them; they
- * are checked once per start, so its code is left unoptimized, which compiles faster. It skips the
- * meta-schema check of the (TypeBox-built) schemas, so the JSON Schema meta-schema is never compiled
- * (env-schema's Ajv compiles it as soon as it is imported: about a tenth of the server's start-up).
- */
-function ajv (): Ajv {
-  settingsAjv ??= new Ajv({
-    allErrors: true,
-    removeAdditional: true,
-    useDefaults: true,
-    coerceTypes: true,
-    allowUnionTypes: true,
-    addUsedSchema: false,
-    validateSchema: false,
-    code: { optimize: false }
-  })
-  return settingsAjv
-}
-
-/**
- * Checks `source`, over the values of `envFile` when it exists, against `schema`: coerces strings to the
- * declared types, fills in defaults and drops unknown keys, in a new object. Throws one Error naming
- * every bad variable, e.g. `env/JWT_SECRET must NOT have fewer than 32 characters`.
- */
-function validateSettings <T extends TObject> (schema: T, source: Record<string, unknown>, envFile: string | undefined): Static<T> {
-  const settings = { ...(envFile === undefined ? {} : readEnvFile(envFile)), ...source }
-  // Ajv keeps what it compiled by schema object, so each schema is compiled once.
-  const validate = ajv().compile<Static<T>>(schema)
-  if (!validate(settings)) throw Object.assign(new Error(ajv().errorsText(validate.errors, { dataVar: 'env' })), { errors: validate.errors })
-  return settings
-}
+/** env-schema reads the file when it exists; the values given in `data` win over it. */
+const dotenvOption = (envFile: string | undefined): false | { path: string } => envFile === undefined ? false : { path: envFile }
 
 /**
  * Validates settings and fills in defaults. Throws one Error naming every bad
  * variable, e.g. `env/JWT_SECRET must NOT have fewer than 32 characters`.
  */
 export function loadConfig (source: Record<string, unknown>, { envFile }: ConfigSources = {}): Config {
-  return validateSettings(ConfigSchema, source, envFile)
+  return envSchema<Config>({ schema: ConfigSchema, data: { ...source }, env: false, dotenv: dotenvOption(envFile) })
 }
 
-const DatabaseSchema = Type.Pick(ConfigSchema, ['DATABASE_URL'], { additionalProperties: false })
+const DatabaseSchema = Type.Pick(ConfigSchema, ['DATABASE_URL'])
 
 /** Only the database setting, for tools that need nothing else (npm run migrate). */
 export function loadDatabaseConfig (source: Record<string, unknown>, { envFile }: ConfigSources = {}): Static<typeof DatabaseSchema> {
-  return validateSettings(DatabaseSchema, source, envFile)
+  return envSchema<Static<typeof DatabaseSchema>>({ schema: DatabaseSchema, data: { ...source }, env: false, dotenv: dotenvOption(envFile) })
 }
 
 const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 }

@@ -224,5 +224,4 @@ t.test('envFile: a .env file fills in what the source does not set, and the sour
   t.strictSame(loadDatabaseConfig({}, { envFile }), { DATABASE_URL: 'pglite://from-file' })
   t.strictSame(loadDatabaseConfig({ DATABASE_URL: 'pglite://memory' }, { envFile }), { DATABASE_URL: 'pglite://memory' })
   t.equal(loadConfig({ JWT_SECRET: SECRET }, { envFile: join(dir, 'missing.env') }).PORT, 3000, 'a missing file is no error')
-  t.throws(() => loadConfig({ JWT_SECRET: SECRET }, { envFile: dir }), { code: 'EISDIR' }, 'a file that cannot be read is an error')
 })
