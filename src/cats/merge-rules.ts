@@ -1,11 +1,16 @@
 import type { StoredCat, UpdateCatBody } from './schemas.js'
 import { CatTooLargeError } from './store-errors.js'
 
-/** Shallow-merges `fields` into `cat` in place; `id` never changes. */
+/** The fields a merge writes, in the order it writes them: every one but `id`, which never changes. */
+export function mergedEntries (fields: UpdateCatBody): Array<[string, unknown]> {
+  return Object.entries(fields).filter(([key]) => key !== 'id')
+}
+
+/** Shallow-merges `fields` into `cat` in place. */
 export function assignFields (cat: StoredCat, fields: UpdateCatBody): StoredCat {
-  for (const [key, value] of Object.entries(fields)) {
+  for (const [key, value] of mergedEntries(fields)) {
     // defineProperty: a key such as __proto__ becomes plain data, never a prototype change
-    if (key !== 'id') Object.defineProperty(cat, key, { value, enumerable: true, writable: true, configurable: true })
+    Object.defineProperty(cat, key, { value, enumerable: true, writable: true, configurable: true })
   }
   return cat
 }

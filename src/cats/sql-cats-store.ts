@@ -2,7 +2,7 @@ import type { CreateCatBody, StoredCat, UpdateCatBody } from './schemas.js'
 import {
   IDEMPOTENCY_KEY_TTL_MS, NO_LIMITS, type CatsPage, type CatsStore, type IdempotentCreateResult, type IdempotentRequest, type StoreLimits
 } from './cats-store.js'
-import { mergeWithinLimit } from './merge-rules.js'
+import { MERGE, mergeParameters } from './sql-merge.js'
 import { CatTooLargeError, CollectionFullError, IdempotencyKeyInUseError, IdempotencyKeyReusedError, StoreUnavailableError } from './store-errors.js'
 import type { SqlClient, SqlExecutor } from './sql-client.js'
 import { PROBE_TIMEOUT_MS, type DependencyStatus } from '../dependency-status.js'
@@ -26,8 +26,9 @@ interface KeyRow extends Record<string, unknown> {
 /** Held until the transaction ends: a second request with the key while the first runs finds it taken. */
 const LOCK_KEY = 'SELECT pg_try_advisory_xact_lock(hashtext($1), hashtext($2)) AS locked'
 
-interface LockedRow extends DataRow {
-  seq: string
+/** What MERGE answers for a cat: null data when the merge was over the size limit. */
+interface MergedRow extends Record<string, unknown> {
+  data: StoredCat | null
 }
 
 interface PageRow extends Record<string, unknown> {
@@ -145,14 +146,13 @@ export class SqlCatsStore implements CatsStore {
   }
 
   async update (id: number, fields: UpdateCatBody): Promise<StoredCat | undefined> {
-    return this.#guard(() => this.#client.transaction(async (tx) => {
-      // FOR UPDATE: concurrent merges into one cat wait for each other, so neither loses fields.
-      const [row] = await tx.query<LockedRow>(`SELECT seq, data ${EARLIEST_WITH_ID} FOR UPDATE`, [id])
+    const { maxCatBytes } = this.#limits
+    return this.#guard(async () => {
+      const [row] = await this.#client.query<MergedRow>(MERGE, mergeParameters(id, fields, maxCatBytes))
       if (row === undefined) return undefined
-      const { merged, json } = mergeWithinLimit(row.data, fields, this.#limits.maxCatBytes)
-      await tx.query('UPDATE cats SET data = $2::json WHERE seq = $1', [row.seq, json])
-      return merged
-    }))
+      if (row.data === null) throw new CatTooLargeError(maxCatBytes)
+      return row.data
+    })
   }
 
   async updateJson (id: number, fields: UpdateCatBody): Promise<string | undefined> {

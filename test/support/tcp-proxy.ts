@@ -5,7 +5,7 @@ import net, { type Server, type Socket } from 'node:net'
  * `silent` holds every byte in both directions (connections stay open, nothing
  * answers), `cutWhen` drops a connection when the client sends a chosen
  * message, `stop()` refuses new connections and drops the open ones, and
- * `start()` brings it back on the same port.
+ * `start()` brings it back on the same port. `watch` sees what clients send.
  */
 export class TcpProxy {
   readonly #targetHost: string
@@ -16,6 +16,8 @@ export class TcpProxy {
   silent = false
   /** When this returns true for a chunk from the client, the connection is cut instead of forwarding it. */
   cutWhen: ((chunk: Buffer) => boolean) | undefined
+  /** Sees every chunk a client sends, with the client's socket to tell connections apart. */
+  watch: ((chunk: Buffer, client: Socket) => void) | undefined
 
   constructor (target: URL) {
     this.#targetHost = target.hostname
@@ -48,6 +50,7 @@ export class TcpProxy {
       }
       upstream.on('data', (chunk: Buffer) => { if (!this.silent) client.write(chunk) })
       client.on('data', (chunk: Buffer) => {
+        this.watch?.(chunk, client)
         if (this.cutWhen?.(chunk) === true) {
           client.destroy()
           upstream.destroy()

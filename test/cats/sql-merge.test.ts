@@ -1,0 +1,204 @@
+import assert from 'node:assert/strict'
+import t, { type Test } from 'tap'
+import fc from 'fast-check'
+import pg from 'pg'
+import { PGlite } from '@electric-sql/pglite'
+import { PGLiteSocketServer } from '@electric-sql/pglite-socket'
+import { MemoryCatsStore } from '../../src/cats/memory-cats-store.js'
+import { NO_LIMITS, type CatsStore, type StoreLimits } from '../../src/cats/cats-store.js'
+import { SqlCatsStore } from '../../src/cats/sql-cats-store.js'
+import { pgliteClient, postgresClient, type SqlClient } from '../../src/cats/sql-client.js'
+import { migrate } from '../../src/cats/sql-migrations.js'
+import type { UpdateCatBody } from '../../src/cats/schemas.js'
+import { CatTooLargeError } from '../../src/cats/store-errors.js'
+import { PgQueryCounter } from '../support/pg-queries.js'
+import { freshSchemaName, freshSchemaOn } from '../support/sql-schemas.js'
+import { TcpProxy } from '../support/tcp-proxy.js'
+
+/**
+ * PUT on the SQL store is one statement: one round trip to the database, the
+ * same JSON text as the in-memory store byte for byte (key order included),
+ * and concurrent merges into one cat, from one instance or several, lose
+ * nothing. Reproduce a failure of the generated cases with FC_SEED=<seed>.
+ */
+
+const tom = { name: 'Tom', age: 3, breed: 'Siamese' }
+const withLimit = (maxCatBytes: number): StoreLimits => ({ ...NO_LIMITS, maxCatBytes })
+
+/** A client on a fresh, migrated schema. */
+type SchemaOpener = (t: Test) => Promise<SqlClient>
+/** Opens new clients (each a pool of its own, as another instance has) on the server directly or `through` a proxy. */
+type ClientFactory = (through?: URL) => Promise<SqlClient>
+interface WireTarget {
+  /** The server's address. */
+  url: URL
+  /** A client factory on a fresh schema, migrated by the first client; everything is closed and dropped on teardown. */
+  open: (t: Test) => Promise<ClientFactory>
+}
+
+// Starting a PGlite takes seconds: both start now.
+const inProcess = pgliteClient('memory')
+const servedDb = new PGlite()
+t.teardown(async () => {
+  await (await inProcess).close()
+  await servedDb.close()
+})
+
+/** Texts that stress the splicing: escapes, \u0000, lone surrogates, array-index-like keys. */
+const tricky = fc.constantFrom('\u0000', '\ud800', '\udfff', '"', '\\', '\\"', '\\u0000', '/', '\u2028', '\n', '\u001f', '猫', '🐈', 'é')
+const text = fc.array(fc.oneof(fc.string({ unit: 'binary', maxLength: 3 }), tricky), { maxLength: 4 }).map((parts) => parts.join(''))
+const key = fc.oneof(
+  fc.constantFrom('id', 'name', 'age', 'breed', '0', '7', '10', '4294967294', '4294967295', '01', '-1', '1.5', '', '__proto__', 'constructor'),
+  fc.nat({ max: 20 }).map(String),
+  text
+)
+const value = fc.jsonValue({ maxDepth: 3, stringUnit: fc.oneof(fc.string({ unit: 'binary', maxLength: 1 }), tricky) })
+// Object.fromEntries keeps __proto__ as an own key, as JSON.parse of a request body does.
+const fields: fc.Arbitrary<UpdateCatBody> = fc.array(fc.tuple(key, value), { maxLength: 6 }).map((entries) => Object.fromEntries(entries))
+const seed = process.env.FC_SEED === undefined ? undefined : Number(process.env.FC_SEED)
+const limit = fc.oneof(fc.constant(Number.POSITIVE_INFINITY), fc.integer({ min: 40, max: 600 }))
+
+/** What a store answers to a merge, as text: the cat, nothing, or the size limit. */
+async function outcome (store: CatsStore, id: number, update: UpdateCatBody): Promise<string> {
+  try {
+    const cat = await store.update(id, update)
+    return cat === undefined ? 'no cat' : JSON.stringify(cat)
+  } catch (error) {
+    if (error instanceof CatTooLargeError) return `too large: ${error.maxCatBytes}`
+    throw error
+  }
+}
+
+function sameAsMemory (t: Test, openSchema: SchemaOpener): void {
+  t.test('every merge gives the memory store\'s JSON text, byte for byte, and its refusals', async (t) => {
+    const client = await openSchema(t)
+    await fc.assert(fc.asyncProperty(limit, fc.array(fields, { minLength: 1, maxLength: 5 }), async (maxCatBytes, merges) => {
+      const memory = new MemoryCatsStore(withLimit(maxCatBytes))
+      const sql = new SqlCatsStore(client, withLimit(maxCatBytes))
+      try {
+        for (const store of [memory, sql]) await store.create(tom)
+        for (const merge of merges) {
+          assert.equal(await outcome(sql, 1, merge), await outcome(memory, 1, merge))
+          assert.equal(await sql.findJson(1), memory.findJson(1))
+        }
+        assert.equal(await outcome(sql, 2, merges[0]), 'no cat')
+      } finally {
+        await sql.remove(1)
+      }
+    }), { numRuns: 60, seed })
+    t.pass('60 generated cats, up to 5 merges each')
+  })
+}
+
+function overTheWire (t: Test, target: WireTarget): void {
+  /** A store whose client reaches the database through a proxy that counts the queries. */
+  async function countedStore (t: Test, limits: StoreLimits = NO_LIMITS): Promise<{ store: SqlCatsStore, client: SqlClient, counter: PgQueryCounter }> {
+    const proxy = new TcpProxy(target.url)
+    const counter = new PgQueryCounter()
+    proxy.watch = counter.feed
+    await proxy.start()
+    t.teardown(() => proxy.stop())
+    const client = await (await target.open(t))(new URL(proxy.url(target.url)))
+    return { store: new SqlCatsStore(client, limits), client, counter }
+  }
+
+  t.test('a PUT is one query: merged, no cat, or too large', async (t) => {
+    const { store, client, counter } = await countedStore(t, withLimit(200))
+    await store.create(tom)
+    const queries = async (work: () => Promise<unknown>): Promise<number> => {
+      const before = counter.count
+      await work()
+      return counter.count - before
+    }
+    t.equal(await queries(() => client.transaction(async (tx) => tx.query('SELECT 1'))), 3, 'the counter sees BEGIN, SELECT, COMMIT')
+    t.equal(await queries(() => store.update(1, { color: 'black', 2: 'two', id: 9 })), 1)
+    t.strictSame(await store.find(1), { 2: 'two', id: 1, ...tom, color: 'black' })
+    t.equal(await queries(() => store.update(5, { color: 'white' })), 1)
+    t.equal(await queries(() => t.rejects(store.update(1, { big: 'x'.repeat(200) }), CatTooLargeError)), 1)
+    t.equal(await store.findJson(1), '{"2":"two","id":1,"name":"Tom","age":3,"breed":"Siamese","color":"black"}', 'unchanged by the refused merge')
+  })
+
+  t.test('concurrent PUTs into one cat from two instances lose no field', async (t) => {
+    const openClient = await target.open(t)
+    const stores = [new SqlCatsStore(await openClient()), new SqlCatsStore(await openClient())]
+    await stores[0].create(tom)
+    const keys = Array.from({ length: 100 }, (_, index) => `key${index}`)
+    const merged = await Promise.all(keys.map((key, index) => stores[index % 2].update(1, { [key]: index, last: key })))
+    t.equal(merged.length, keys.length)
+    const found = await stores[1].find(1)
+    t.strictSame(keys.map((key) => found?.[key]), keys.map((_, index) => index), 'every merged field is there')
+    t.match(found, { id: 1, ...tom })
+    const sizes = merged.map((cat) => Object.keys(cat ?? {}).length).sort((a, b) => a - b)
+    t.strictSame(sizes, keys.map((_, index) => 6 + index), 'each merge saw all the merges before it')
+  })
+}
+
+t.test('PGlite in process (pglite://memory)', async (t) => {
+  const shared = await inProcess
+  sameAsMemory(t, async (t) => {
+    const client = await freshSchemaOn(t, shared, 'cats_merge')
+    await migrate(client)
+    return client
+  })
+})
+
+t.test('node-postgres to a PGlite socket server', async (t) => {
+  const server = new PGLiteSocketServer({ db: servedDb, host: '127.0.0.1', port: 0, maxConnections: 100 })
+  await server.start()
+  t.teardown(() => server.stop())
+  const url = new URL(`postgres://postgres@${server.getServerConn()}/postgres`)
+  overTheWire(t, {
+    url,
+    // The socket server gives every connection the same PGlite session, so its search_path is set there.
+    open: async (t) => {
+      const schema = freshSchemaName('cats_merge')
+      await servedDb.exec(`CREATE SCHEMA ${schema}; SET search_path TO ${schema}`)
+      const clients: SqlClient[] = []
+      t.teardown(async () => {
+        for (const client of clients) await client.close()
+        await servedDb.exec(`SET search_path TO public; DROP SCHEMA ${schema} CASCADE`)
+      })
+      let migrated = false
+      return async (through = url) => {
+        const client = await postgresClient(through.href)
+        clients.push(client)
+        if (!migrated) await migrate(client)
+        migrated = true
+        return client
+      }
+    }
+  })
+})
+
+const serverUrl = process.env.TEST_DATABASE_URL
+if (serverUrl === undefined || serverUrl === '') {
+  t.comment('TEST_DATABASE_URL is not set: the PostgreSQL server runs were skipped')
+} else {
+  t.test('node-postgres to the PostgreSQL server at TEST_DATABASE_URL', async (t) => {
+    const admin = new pg.Client(serverUrl)
+    await admin.connect()
+    t.teardown(() => admin.end())
+    const url = new URL(serverUrl)
+    const open: WireTarget['open'] = async (t) => {
+      const schema = freshSchemaName('cats_merge')
+      await admin.query(`CREATE SCHEMA ${schema}`)
+      const clients: SqlClient[] = []
+      t.teardown(async () => {
+        for (const client of clients) await client.close()
+        await admin.query(`DROP SCHEMA ${schema} CASCADE`)
+      })
+      let migrated = false
+      return async (through = url) => {
+        const withSchema = new URL(through.href)
+        withSchema.searchParams.set('options', `-c search_path=${schema}`)
+        const client = await postgresClient(withSchema.href)
+        clients.push(client)
+        if (!migrated) await migrate(client)
+        migrated = true
+        return client
+      }
+    }
+    overTheWire(t, { url, open })
+    sameAsMemory(t, async (t) => (await open(t))())
+  })
+}
