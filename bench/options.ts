@@ -14,7 +14,9 @@ export const USAGE = `Usage: npm run bench -- [options]
                      profile, profile-revoked, profile-bad-token, cat-read, cats-list, cats-list-10k, cat-create, cat-update,
                      cat-delete-create, login; start-up is always measured (at least 9 starts of each server), so --only startup
                      measures just that
-                     (stores: memory vs PostgreSQL store at env BENCH_DATABASE_URL, default ${DEFAULT_DATABASE_URL})
+                     (stores: memory, PostgreSQL at env BENCH_DATABASE_URL, default ${DEFAULT_DATABASE_URL}, and PGlite;
+                     stores:<id> runs only that store scenario: stores:cat-read, stores:cats-list, stores:cat-create,
+                     stores:cat-update)
   --log-level L      LOG_LEVEL of the service (default warn: no per-request logs)
   --no-pin           do not pin the server and the load generator to separate CPUs
   --profile          run both servers under node --cpu-prof in each scenario and print where their CPU time goes

@@ -23,6 +23,23 @@ export function cpuSeconds (pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS
 }
 
+/**
+ * utime + stime of each PostgreSQL backend by PID, or undefined when one of them is not a postgres process of this
+ * machine (a server elsewhere, or in another PID namespace).
+ */
+export function postgresCpuSeconds (pids: number[]): Map<number, number> | undefined {
+  const seconds = new Map<number, number>()
+  for (const pid of pids) {
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8') !== 'postgres\n') return undefined
+      seconds.set(pid, cpuSeconds(pid))
+    } catch {
+      // A backend that has just ended counts as absent.
+    }
+  }
+  return seconds
+}
+
 /** CPU seconds all processes on the machine spent busy (not idle, not waiting for I/O) since boot, from /proc/stat. */
 export function machineBusySeconds (): number {
   // First line: cpu user nice system idle iowait irq softirq steal …

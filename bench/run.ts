@@ -63,10 +63,12 @@ const floors = []
 if (wanted('floor')) {
   for (const id of ['cat-read', 'cat-create']) floors.push(await runFloor(bench, findScenario(scenarios, id)))
 }
-const stores = wanted('stores')
+// `stores` runs every store scenario; `stores:<id>` only those named.
+const storeIds = [...only ?? []].filter((part) => part.startsWith('stores:')).map((part) => part.slice('stores:'.length))
+const stores = wanted('stores') || storeIds.length > 0
   ? await runStores({
     databaseUrl: process.env.BENCH_DATABASE_URL ?? DEFAULT_DATABASE_URL,
-    scenarios: scenarios.filter((s) => STORE_SCENARIOS.includes(s.id)),
+    scenarios: scenarios.filter((s) => s.id in STORE_SCENARIOS && (storeIds.length === 0 || storeIds.includes(s.id))),
     rounds: mode.rounds,
     warmup: mode.warmup,
     duration: mode.duration,

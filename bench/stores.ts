@@ -1,19 +1,36 @@
 /**
- * Memory vs PostgreSQL store: the same compiled service twice, once with its
- * cats in memory (no DATABASE_URL) and once in PostgreSQL (a fresh schema per
- * scenario), interleaved A B A B. No target: the ratio is reported as it is.
+ * The stores side by side: the same compiled service three times, its cats in
+ * memory (no DATABASE_URL), in PostgreSQL (a fresh schema per scenario) and in
+ * PGlite (a fresh directory per scenario), interleaved round by round. The
+ * database stores are reported as ratios to memory; GET and PUT of one cat have
+ * a target for PostgreSQL.
  */
 import { randomBytes } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import os from 'node:os'
+import { join } from 'node:path'
 import pg from 'pg'
 import { prefill, type LoadSettings, type Measurement, type Workload } from './load.js'
-import { memory } from './proc.js'
+import { memory, postgresCpuSeconds } from './proc.js'
 import { median, summarize, table, type SideSummary } from './report.js'
 import type { RunningServer } from './servers.js'
 
-/** The scenarios of run.ts that this group repeats on both stores. */
-export const STORE_SCENARIOS = ['cat-read', 'cats-list', 'cat-create', 'cat-update']
+/**
+ * The scenarios of run.ts that this group repeats on every store, with their target: the most server CPU per
+ * request PostgreSQL may cost, as a multiple of memory's (undefined: none).
+ */
+export const STORE_SCENARIOS: Record<string, number | undefined> = {
+  'cat-read': 2,
+  'cats-list': undefined,
+  'cat-create': undefined,
+  'cat-update': 2
+}
 
 export const DEFAULT_DATABASE_URL = 'postgres://root@127.0.0.1:5432/test'
+
+const DATABASE_STORES = ['postgres', 'pglite'] as const
+type DatabaseStore = typeof DATABASE_STORES[number]
+type StoreName = 'memory' | DatabaseStore
 
 export interface StoreScenario {
   id: string
@@ -40,19 +57,29 @@ export interface StoresContext {
 
 export interface StoreSide extends SideSummary {
   /**
-   * CPU of all other processes per request, µs (median of the rounds): on the
-   * PostgreSQL side mostly the database's backends, on the memory side noise.
+   * CPU of the PostgreSQL backends that served the service, µs per request (median of the rounds); undefined
+   * where there are none (memory, PGlite: its database runs inside the server) or they are not processes of this
+   * machine.
    */
+  databaseCpuMicrosPerRequest: number | undefined
+  /** CPU of all other processes per request, µs (median of the rounds): the database's included, and noise. */
   otherCpuMicrosPerRequest: number
 }
+
+/** A database store / memory. */
+export interface StoreRatios { reqPerSec: number, cpuPerRequest: number, latencyP99: number }
 
 export interface StoreScenarioResult {
   id: string
   title: string
+  /** Highest allowed server CPU ratio of PostgreSQL to memory; undefined: none. */
+  target: number | undefined
   memory: StoreSide
   postgres: StoreSide
-  /** postgres / memory */
-  ratios: { reqPerSec: number, cpuPerRequest: number, latencyP99: number }
+  pglite: StoreSide
+  ratios: Record<DatabaseStore, StoreRatios>
+  /** Whether PostgreSQL met the target; undefined without one. */
+  pass: boolean | undefined
 }
 
 export type StoresResult =
@@ -70,13 +97,13 @@ function redact (url: string): string {
   }
 }
 
-/** One short-lived connection (not the service's pool): SELECT 1, schema DDL. */
-async function sql (url: string, statement: string): Promise<void> {
+/** One short-lived connection (not the service's pool): SELECT 1, schema DDL, the backends of the service. */
+async function sql (url: string, statement: string, params: unknown[] = []): Promise<Array<Record<string, unknown>>> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000, query_timeout: 30_000 })
   client.on('error', () => {})
   try {
     await client.connect()
-    await client.query(statement)
+    return (await client.query(statement, params)).rows
   } finally {
     await client.end().catch(() => {})
   }
@@ -88,50 +115,101 @@ export function withSchema (url: string, schema: string): string {
   return `${url}${url.includes('?') ? '&' : '?'}${options}`
 }
 
-const ratio = (a: number, b: number): number => (b === 0 ? 0 : a / b)
-
-function side (samples: Measurement[], peakRss: number): StoreSide {
-  const others = samples.map((m) => m.requests > 0 ? m.otherLoad * m.seconds / m.requests * 1e6 : 0)
-  return { ...summarize(samples, peakRss), otherCpuMicrosPerRequest: median(others) }
+/** CPU seconds used so far by each backend of the connections named `applicationName` (the service's pool). */
+async function backendsCpuSeconds (url: string, applicationName: string): Promise<Map<number, number> | undefined> {
+  const rows = await sql(url, 'SELECT pid FROM pg_stat_activity WHERE application_name = $1', [applicationName])
+  return postgresCpuSeconds(rows.map((row) => Number(row.pid)))
 }
+
+/**
+ * The CPU the backends used between two readings: a backend that began meanwhile counts from zero. One that ended
+ * meanwhile is missed, but the pool keeps its connections while the load runs.
+ */
+function backendsCpuBetween (before: Map<number, number> | undefined, after: Map<number, number> | undefined): number | undefined {
+  if (before === undefined || after === undefined || after.size === 0) return undefined
+  let total = 0
+  for (const [pid, seconds] of after) total += seconds - (before.get(pid) ?? 0)
+  return total
+}
+
+const ratio = (a: number, b: number): number => (b === 0 ? 0 : a / b)
+const perRequest = (cpuSeconds: number, m: Measurement): number => m.requests > 0 ? cpuSeconds / m.requests * 1e6 : 0
+
+interface Sample {
+  measurement: Measurement
+  /** CPU seconds of the database's backends during the run. */
+  databaseCpu: number | undefined
+}
+
+function side (samples: Sample[], peakRss: number): StoreSide {
+  const measurements = samples.map((sample) => sample.measurement)
+  const database = samples.map((sample) => sample.databaseCpu === undefined ? undefined : perRequest(sample.databaseCpu, sample.measurement))
+  return {
+    ...summarize(measurements, peakRss),
+    databaseCpuMicrosPerRequest: database.every((value) => value !== undefined) && database.length > 0 ? median(database) : undefined,
+    otherCpuMicrosPerRequest: median(measurements.map((m) => perRequest(m.otherLoad * m.seconds, m)))
+  }
+}
+
+const ratiosOf = (store: StoreSide, reference: StoreSide): StoreRatios => ({
+  reqPerSec: ratio(store.reqPerSec, reference.reqPerSec),
+  cpuPerRequest: ratio(store.cpuMicrosPerRequest, reference.cpuMicrosPerRequest),
+  latencyP99: ratio(store.latencyP99, reference.latencyP99)
+})
 
 async function runScenario (context: StoresContext, scenario: StoreScenario): Promise<StoreScenarioResult> {
   const schema = `bench_${randomBytes(6).toString('hex')}`
+  const pgliteDir = mkdtempSync(join(os.tmpdir(), 'cats-bench-pglite-'))
   await sql(context.databaseUrl, `CREATE SCHEMA ${schema}`)
+  const databaseUrl = `${withSchema(context.databaseUrl, schema)}&application_name=${schema}`
+  const names: StoreName[] = ['memory', 'postgres', 'pglite']
   const servers: RunningServer[] = []
   try {
-    // The service creates its tables in the schema at start-up (idempotent migration).
+    // The service creates its tables at start-up (migrations).
     servers.push(await context.start({}))
-    servers.push(await context.start({ DATABASE_URL: withSchema(context.databaseUrl, schema) }))
-    const names = ['memory', 'postgres']
+    servers.push(await context.start({ DATABASE_URL: databaseUrl }))
+    servers.push(await context.start({ DATABASE_URL: `pglite://${pgliteDir}` }))
     const workloads = servers.map(() => scenario.workload())
     for (const [index, server] of servers.entries()) {
       const filled = await prefill(server.url, scenario.cats)
       if (filled.cats !== scenario.cats) throw new Error(`${names[index]}: prefill created ${filled.cats} of ${scenario.cats} cats`)
       await context.measure(server, scenario.workload(), context.settings(scenario, context.warmup), 1)
     }
-    const samples: Measurement[][] = [[], []]
+    const samples: Sample[][] = servers.map(() => [])
     for (let round = 1; round <= context.rounds; round++) {
       for (const [index, server] of servers.entries()) {
+        const postgres = names[index] === 'postgres'
+        const before = postgres ? await backendsCpuSeconds(context.databaseUrl, schema) : undefined
         // PostgreSQL's own CPU counts as "other processes": measuring again would not make it go away.
-        const result = await context.measure(server, workloads[index], context.settings(scenario, context.duration), index === 0 ? undefined : 1)
-        samples[index].push(result)
-        context.log(`[stores ${scenario.id}] round ${round} ${names[index]}: ${Math.round(result.reqPerSec)} req/s, ` +
-          `${result.cpuMicrosPerRequest.toFixed(1)} µs CPU/req, p99 ${result.latencyP99} ms, others ${result.otherLoad.toFixed(2)} CPU` +
-          `${result.non2xx > 0 ? `, non-2xx ${result.non2xx}` : ''}`)
+        const measurement = await context.measure(server, workloads[index], context.settings(scenario, context.duration), postgres ? 1 : undefined)
+        const after = postgres ? await backendsCpuSeconds(context.databaseUrl, schema) : undefined
+        const databaseCpu = backendsCpuBetween(before, after)
+        samples[index].push({ measurement, databaseCpu })
+        context.log(`[stores ${scenario.id}] round ${round} ${names[index]}: ${Math.round(measurement.reqPerSec)} req/s, ` +
+          `${measurement.cpuMicrosPerRequest.toFixed(1)} µs CPU/req, p99 ${measurement.latencyP99} ms, ` +
+          `${databaseCpu === undefined ? '' : `database ${perRequest(databaseCpu, measurement).toFixed(1)} µs CPU/req, `}` +
+          `others ${measurement.otherLoad.toFixed(2)} CPU${measurement.non2xx > 0 ? `, non-2xx ${measurement.non2xx}` : ''}`)
       }
     }
-    const [memorySide, postgresSide] = servers.map((server, index) => side(samples[index], memory(server.pid).peakRss))
-    const ratios = {
-      reqPerSec: ratio(postgresSide.reqPerSec, memorySide.reqPerSec),
-      cpuPerRequest: ratio(postgresSide.cpuMicrosPerRequest, memorySide.cpuMicrosPerRequest),
-      latencyP99: ratio(postgresSide.latencyP99, memorySide.latencyP99)
+    const [memorySide, postgresSide, pgliteSide] = servers.map((server, index) => side(samples[index], memory(server.pid).peakRss))
+    const ratios = { postgres: ratiosOf(postgresSide, memorySide), pglite: ratiosOf(pgliteSide, memorySide) }
+    const target = STORE_SCENARIOS[scenario.id]
+    context.log(`[stores ${scenario.id}] server CPU / memory: postgres ${ratios.postgres.cpuPerRequest.toFixed(2)}` +
+      `${target === undefined ? '' : ` (target ≤ ${target})`}, pglite ${ratios.pglite.cpuPerRequest.toFixed(2)}`)
+    return {
+      id: scenario.id,
+      title: scenario.title,
+      target,
+      memory: memorySide,
+      postgres: postgresSide,
+      pglite: pgliteSide,
+      ratios,
+      pass: target === undefined ? undefined : ratios.postgres.cpuPerRequest <= target
     }
-    context.log(`[stores ${scenario.id}] postgres / memory: req/s ${ratios.reqPerSec.toFixed(2)}, server CPU ${ratios.cpuPerRequest.toFixed(2)}`)
-    return { id: scenario.id, title: scenario.title, memory: memorySide, postgres: postgresSide, ratios }
   } finally {
     for (const server of servers) await server.stop()
     await sql(context.databaseUrl, `DROP SCHEMA IF EXISTS ${schema} CASCADE`)
+    rmSync(pgliteDir, { recursive: true, force: true })
   }
 }
 
@@ -142,7 +220,7 @@ export async function runStores (context: StoresContext): Promise<StoresResult> 
     await sql(context.databaseUrl, 'SELECT 1')
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error)
-    context.log(`Memory vs PostgreSQL store comparison skipped: PostgreSQL not reachable at ${database} (${reason})`)
+    context.log(`Store comparison skipped: PostgreSQL not reachable at ${database} (${reason})`)
     return { skipped: true, database, reason }
   }
   const scenarios: StoreScenarioResult[] = []
@@ -151,31 +229,34 @@ export async function runStores (context: StoresContext): Promise<StoresResult> 
 }
 
 const int = (n: number): string => Math.round(n).toLocaleString('en-US')
+const micros = (n: number | undefined): string => n === undefined ? '—' : n.toFixed(1)
 
 /** The group's section of the report. */
 export function storesMarkdown (result: StoresResult): string {
-  const heading = '### Memory vs PostgreSQL store'
+  const heading = '### Memory, PostgreSQL and PGlite stores'
   if (result.skipped) {
-    return `${heading}\n\nMemory vs PostgreSQL store comparison skipped: PostgreSQL not reachable at ${result.database} (${result.reason}).`
+    return `${heading}\n\nStore comparison skipped: PostgreSQL not reachable at ${result.database} (${result.reason}).`
   }
-  const rows = result.scenarios.map((s) => {
-    const { memory: m, postgres: p } = s
+  const rows = result.scenarios.flatMap((s) => (['memory', ...DATABASE_STORES] as const).map((name) => {
+    const store = s[name]
+    const ratios = name === 'memory' ? undefined : s.ratios[name]
+    const target = name === 'postgres' && s.target !== undefined ? `≤ ${s.target}: ${s.pass === true ? 'pass' : 'FAIL'}` : ''
     return [
-      s.title,
-      int(m.reqPerSec), int(p.reqPerSec), s.ratios.reqPerSec.toFixed(2),
-      `${m.latencyP50} / ${p.latencyP50}`, `${m.latencyP99} / ${p.latencyP99}`,
-      `${int(m.non2xx)} / ${int(p.non2xx)}`,
-      m.cpuMicrosPerRequest.toFixed(1), p.cpuMicrosPerRequest.toFixed(1), s.ratios.cpuPerRequest.toFixed(2),
-      `${m.otherCpuMicrosPerRequest.toFixed(1)} / ${p.otherCpuMicrosPerRequest.toFixed(1)}`
+      name === 'memory' ? s.title : '', name,
+      int(store.reqPerSec), ratios === undefined ? '' : ratios.reqPerSec.toFixed(2),
+      `${store.latencyP50} / ${store.latencyP99}`, int(store.non2xx),
+      micros(store.cpuMicrosPerRequest), ratios === undefined ? '' : ratios.cpuPerRequest.toFixed(2), target,
+      name === 'pglite' ? 'in server CPU' : micros(store.databaseCpuMicrosPerRequest), micros(store.otherCpuMicrosPerRequest)
     ]
-  })
+  }))
   return `${heading}\n\n` +
-    `The same compiled service, cats in memory (M) or in PostgreSQL (P, ${result.database}, a fresh schema per scenario); ` +
-    'ratio = postgres / memory, medians of the rounds, no target. ' +
-    'Server CPU is the service process only: PostgreSQL runs in other processes, so its CPU is not in the server CPU ' +
-    'columns or their ratio, while req/s and latency do include the database round trips. Other CPU is what the rest ' +
-    'of the machine used per request (on the PostgreSQL side mostly the database).\n\n' +
-    table(['Scenario', 'req/s memory', 'req/s postgres', 'req/s ratio', 'p50 ms (M / P)', 'p99 ms (M / P)',
-      'non-2xx (M / P)', 'server CPU µs/req memory', 'server CPU µs/req postgres', 'server CPU ratio',
-      'other CPU µs/req (M / P)'], rows)
+    `The same compiled service, its cats in memory, in PostgreSQL (${result.database}, a fresh schema per scenario) or in ` +
+    'PGlite (a fresh directory per scenario, fsync on); ratios = store / memory, medians of the rounds. ' +
+    'Server CPU is the service process only. PostgreSQL runs in other processes: its CPU is the database CPU column ' +
+    '(the backends of the service\'s connections), not the server CPU, while req/s and latency include the round trips. ' +
+    'PGlite runs inside the service, so its server CPU includes the database. Other CPU is what every other process ' +
+    'of the machine used per request: the database\'s included, and whatever else ran. Target: PostgreSQL\'s server CPU ' +
+    'ratio, where given.\n\n' +
+    table(['Scenario', 'store', 'req/s', 'req/s ratio', 'p50 / p99 ms', 'non-2xx', 'server CPU µs/req', 'server CPU ratio',
+      'target', 'database CPU µs/req', 'other CPU µs/req'], rows)
 }

@@ -2,7 +2,7 @@ import type { CreateCatBody, StoredCat, UpdateCatBody } from './schemas.js'
 import {
   IDEMPOTENCY_KEY_TTL_MS, NO_LIMITS, type CatsPage, type CatsStore, type IdempotentCreateResult, type IdempotentRequest, type StoreLimits
 } from './cats-store.js'
-import { MERGE, mergeParameters } from './sql-merge.js'
+import { mergedEntries } from './merge-rules.js'
 import { CatTooLargeError, CollectionFullError, IdempotencyKeyInUseError, IdempotencyKeyReusedError, StoreUnavailableError } from './store-errors.js'
 import type { SqlClient, SqlExecutor } from './sql-client.js'
 import { PROBE_TIMEOUT_MS, type DependencyStatus } from '../dependency-status.js'
@@ -26,10 +26,13 @@ interface KeyRow extends Record<string, unknown> {
 /** Held until the transaction ends: a second request with the key while the first runs finds it taken. */
 const LOCK_KEY = 'SELECT pg_try_advisory_xact_lock(hashtext($1), hashtext($2)) AS locked'
 
-/** What MERGE answers for a cat: null data when the merge was over the size limit. */
+/** What MERGE answers when a cat has the id: null data when the merge was over the size limit. */
 interface MergedRow extends Record<string, unknown> {
   data: StoredCat | null
 }
+
+/** PUT in one round trip: the merge runs in the database (cats_merge, created by a migration), row lock and size limit included. */
+const MERGE = 'SELECT data FROM cats_merge($1, $2, $3, $4) AS data'
 
 interface PageRow extends Record<string, unknown> {
   items: string
@@ -147,8 +150,12 @@ export class SqlCatsStore implements CatsStore {
 
   async update (id: number, fields: UpdateCatBody): Promise<StoredCat | undefined> {
     const { maxCatBytes } = this.#limits
+    // The fields as JSON texts, so that the database splices them into the stored text without decoding them.
+    const entries = mergedEntries(fields)
+    const keys = entries.map(([key]) => JSON.stringify(key))
+    const values = entries.map(([, value]) => JSON.stringify(value))
     return this.#guard(async () => {
-      const [row] = await this.#client.query<MergedRow>(MERGE, mergeParameters(id, fields, maxCatBytes))
+      const [row] = await this.#client.query<MergedRow>(MERGE, [id, keys, values, Math.min(maxCatBytes, Number.MAX_SAFE_INTEGER)])
       if (row === undefined) return undefined
       if (row.data === null) throw new CatTooLargeError(maxCatBytes)
       return row.data
