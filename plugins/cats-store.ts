@@ -21,7 +21,7 @@ async function openSqlStore (fastify: FastifyInstance, databaseUrl: string, limi
     import('../src/cats/sql-cats-store.js'),
     import('../src/cats/sql-migrations.js')
   ])
-  const client = await connect(databaseUrl)
+  const client = await connect(databaseUrl, { preparedStatements: fastify.config.DATABASE_PREPARED_STATEMENTS })
   try {
     for (const { version, name } of await migrate(client)) fastify.log.info({ version, name }, 'applied database migration')
   } catch (error) {

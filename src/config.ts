@@ -29,6 +29,10 @@ export const ConfigSchema = Type.Object({
     pattern: '^(postgres|postgresql|pglite)://.+',
     description: 'Unset: cats in memory; `postgres://…` a PostgreSQL server; `pglite://<directory>` or `pglite://memory` embedded PostgreSQL'
   })),
+  DATABASE_PREPARED_STATEMENTS: Type.Boolean({
+    default: true,
+    description: 'PostgreSQL parses and plans the frequent statements once per connection; `false` behind a pooler that shares server sessions between clients (PgBouncer in transaction mode before 1.21)'
+  }),
   REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://.+', description: '`redis://…`: the failed-login counters and the logout denylist are shared by every instance (Redis 7 or later)' })),
   REDIS_KEY_PREFIX: Type.String({ default: 'cats-api:', description: 'Prefix of every Redis key the service writes, so several deployments can share one Redis' }),
   CATS_MAX: Type.Integer({ minimum: 1, default: 50_000, description: 'Most cats stored; past it `POST /cats` gets 507' }),

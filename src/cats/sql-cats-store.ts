@@ -4,7 +4,7 @@ import {
 } from './cats-store.js'
 import { mergedEntries } from './merge-rules.js'
 import { CatTooLargeError, CollectionFullError, IdempotencyKeyInUseError, IdempotencyKeyReusedError, StoreUnavailableError } from './store-errors.js'
-import type { SqlClient, SqlExecutor } from './sql-client.js'
+import type { NamedStatement, SqlClient, SqlExecutor } from './sql-client.js'
 import { PROBE_TIMEOUT_MS, type DependencyStatus } from '../dependency-status.js'
 
 /** Told whether the database answered, so an outage is logged once when it starts and once when it ends. */
@@ -30,9 +30,6 @@ const LOCK_KEY = 'SELECT pg_try_advisory_xact_lock(hashtext($1), hashtext($2)) A
 interface MergedRow extends Record<string, unknown> {
   data: StoredCat | null
 }
-
-/** PUT in one round trip: the merge runs in the database (cats_merge, created by a migration), row lock and size limit included. */
-const MERGE = 'SELECT data FROM cats_merge($1, $2, $3, $4) AS data'
 
 interface PageRow extends Record<string, unknown> {
   items: string
@@ -61,6 +58,12 @@ WITH gone AS (
   DELETE FROM cats WHERE seq = (SELECT seq ${EARLIEST_WITH_ID} FOR UPDATE) RETURNING seq
 )
 UPDATE cats_count SET count = count - (SELECT count(*) FROM gone)`
+
+/** The JSON text of the earliest created cat with the id: GET /cats/:id. */
+const FIND_JSON: NamedStatement = { name: 'cats_find_json', text: `SELECT data::text AS json ${EARLIEST_WITH_ID}` }
+
+/** PUT in one round trip: the merge runs in the database (cats_merge, created by a migration), row lock and size limit included. */
+const MERGE: NamedStatement = { name: 'cats_merge', text: 'SELECT data FROM cats_merge($1, $2, $3, $4) AS data' }
 
 /** The store's own refusals, which pass through as they are. */
 const DOMAIN_ERRORS = [CollectionFullError, CatTooLargeError, IdempotencyKeyInUseError, IdempotencyKeyReusedError]
@@ -104,7 +107,7 @@ export class SqlCatsStore implements CatsStore {
 
   async findJson (id: number): Promise<string | undefined> {
     return this.#guard(async () => {
-      const [row] = await this.#client.query<{ json: string }>(`SELECT data::text AS json ${EARLIEST_WITH_ID}`, [id])
+      const [row] = await this.#client.query<{ json: string }>(FIND_JSON, [id])
       return row?.json
     })
   }

@@ -5,8 +5,18 @@ import { lockDirectory } from './directory-lock.js'
 
 // The drivers are imported when a DATABASE_URL asks for them, so the in-memory default starts without loading them.
 
+/**
+ * A statement run often enough to prepare: node-postgres parses and plans it once per connection under its name
+ * (the name must stand for this text alone) unless prepared statements are off; PGlite has no named statements
+ * and runs the text.
+ */
+export interface NamedStatement {
+  name: string
+  text: string
+}
+
 export interface SqlExecutor {
-  query: <Row extends Record<string, unknown>>(text: string, params?: unknown[]) => Promise<Row[]>
+  query: <Row extends Record<string, unknown>>(statement: string | NamedStatement, params?: unknown[]) => Promise<Row[]>
 }
 
 /** Inside a transaction, also scripts of several statements (no parameters), such as a migration file. */
@@ -32,12 +42,13 @@ export class DeadlineError extends Error {
   }
 }
 
-const executor = (client: Pick<PoolClient, 'query'>): SqlExecutor => ({
-  query: async <Row extends Record<string, unknown>>(text: string, params?: unknown[]) => (await client.query<Row>(text, params)).rows
-})
+export interface ClientOptions {
+  /** Whether NamedStatements are prepared (PostgreSQL servers only); true unless said otherwise. */
+  preparedStatements?: boolean
+}
 
 /** PostgreSQL through a node-postgres pool. */
-export async function postgresClient (connectionString: string): Promise<SqlClient> {
+export async function postgresClient (connectionString: string, { preparedStatements = true }: ClientOptions = {}): Promise<SqlClient> {
   const { default: pg } = await import('pg')
   const pool = new pg.Pool({
     connectionString,
@@ -51,6 +62,15 @@ export async function postgresClient (connectionString: string): Promise<SqlClie
   pool.on('error', () => {})
   // A client checked out for a transaction has no pool 'error' listener: a connection lost mid-transaction must not crash the process.
   pool.on('connect', (client) => client.on('error', () => {}))
+
+  const executor = (client: Pick<PoolClient, 'query'>): SqlExecutor => ({
+    query: async <Row extends Record<string, unknown>>(statement: string | NamedStatement, params?: unknown[]) => {
+      const result = typeof statement === 'string'
+        ? await client.query<Row>(statement, params)
+        : await client.query<Row>(preparedStatements ? { ...statement, values: params } : { text: statement.text, values: params })
+      return result.rows
+    }
+  })
 
   /**
    * Runs `work` on a pooled connection with one deadline for all of it,
@@ -84,7 +104,7 @@ export async function postgresClient (connectionString: string): Promise<SqlClie
   }
 
   return {
-    query: (text, params) => withConnection((client) => executor(client).query(text, params)),
+    query: (statement, params) => withConnection((client) => executor(client).query(statement, params)),
     transaction: (work) => withConnection(async (client) => {
       await client.query('BEGIN')
       const result = await work({ ...executor(client), execScript: async (sql) => { await client.query(sql) } })
@@ -141,7 +161,8 @@ export async function pgliteClient (location: string): Promise<SqlClient> {
     throw error
   }
   const pglite = (target: Pick<PGlite, 'query' | 'exec'>): SqlTransaction => ({
-    query: async <Row extends Record<string, unknown>>(text: string, params?: unknown[]) => (await target.query<Row>(text, params)).rows,
+    query: async <Row extends Record<string, unknown>>(statement: string | NamedStatement, params?: unknown[]) =>
+      (await target.query<Row>(typeof statement === 'string' ? statement : statement.text, params)).rows,
     execScript: async (sql) => { await target.exec(sql) }
   })
   return {
@@ -158,7 +179,7 @@ export async function pgliteClient (location: string): Promise<SqlClient> {
 }
 
 /** Picks the client from DATABASE_URL: postgres://, postgresql:// or pglite://. */
-export async function connect (databaseUrl: string): Promise<SqlClient> {
+export async function connect (databaseUrl: string, options: ClientOptions = {}): Promise<SqlClient> {
   const pglite = /^pglite:\/\/(.+)$/.exec(databaseUrl)
-  return pglite === null ? postgresClient(databaseUrl) : pgliteClient(pglite[1])
+  return pglite === null ? postgresClient(databaseUrl, options) : pgliteClient(pglite[1])
 }

@@ -390,11 +390,12 @@ t.test('SqlCatsStore over node-postgres, to a PGlite socket server', async (t) =
   await server.start()
   t.teardown(() => server.stop())
   const url = `postgres://postgres@${server.getServerConn()}/postgres`
-  // The socket server gives every connection the same PGlite session, so its search_path is set there.
+  // The socket server gives every connection the same PGlite session, so its search_path is set there
+  // (and two connections' named statements would collide there).
   const openSchema: SchemaFactory = async (t) => {
     const schema = freshSchemaName()
     await db.exec(`CREATE SCHEMA ${schema}; SET search_path TO ${schema}`)
-    const client = await postgresClient(url)
+    const client = await postgresClient(url, { preparedStatements: false })
     t.teardown(async () => {
       await client.close()
       await db.exec(`SET search_path TO public; DROP SCHEMA ${schema} CASCADE`)

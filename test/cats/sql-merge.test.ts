@@ -7,7 +7,7 @@ import { PGLiteSocketServer } from '@electric-sql/pglite-socket'
 import { MemoryCatsStore } from '../../src/cats/memory-cats-store.js'
 import { NO_LIMITS, type CatsStore, type StoreLimits } from '../../src/cats/cats-store.js'
 import { SqlCatsStore } from '../../src/cats/sql-cats-store.js'
-import { pgliteClient, postgresClient, type SqlClient } from '../../src/cats/sql-client.js'
+import { pgliteClient, postgresClient, type ClientOptions, type SqlClient } from '../../src/cats/sql-client.js'
 import { migrate } from '../../src/cats/sql-migrations.js'
 import type { UpdateCatBody } from '../../src/cats/schemas.js'
 import { CatTooLargeError } from '../../src/cats/store-errors.js'
@@ -27,8 +27,11 @@ const withLimit = (maxCatBytes: number): StoreLimits => ({ ...NO_LIMITS, maxCatB
 
 /** A client on a fresh, migrated schema. */
 type SchemaOpener = (t: Test) => Promise<SqlClient>
-/** Opens new clients (each a pool of its own, as another instance has) on the server directly or `through` a proxy. */
-type ClientFactory = (through?: URL) => Promise<SqlClient>
+/**
+ * Opens new clients (each a pool of its own, as another instance has) on the server directly or `through` a proxy,
+ * with prepared statements where the server allows them unless said otherwise.
+ */
+type ClientFactory = (options?: ClientOptions & { through?: URL }) => Promise<SqlClient>
 interface WireTarget {
   /** The server's address. */
   url: URL
@@ -98,7 +101,8 @@ function overTheWire (t: Test, target: WireTarget): void {
     proxy.watch = counter.feed
     await proxy.start()
     t.teardown(() => proxy.stop())
-    const client = await (await target.open(t))(new URL(proxy.url(target.url)))
+    // Prepared statements too: one connection at a time here, so they cannot collide even on a shared session.
+    const client = await (await target.open(t))({ through: new URL(proxy.url(target.url)), preparedStatements: true })
     return { store: new SqlCatsStore(client, limits), client, counter }
   }
 
@@ -112,6 +116,7 @@ function overTheWire (t: Test, target: WireTarget): void {
     }
     t.equal(await queries(() => client.transaction(async (tx) => tx.query('SELECT 1'))), 3, 'the counter sees BEGIN, SELECT, COMMIT')
     t.equal(await queries(() => store.update(1, { color: 'black', 2: 'two', id: 9 })), 1)
+    t.equal(await queries(() => store.update(1, { color: 'black' })), 1, 'again, with the statement prepared')
     t.strictSame(await store.find(1), { 2: 'two', id: 1, ...tom, color: 'black' })
     t.equal(await queries(() => store.update(5, { color: 'white' })), 1)
     t.equal(await queries(() => t.rejects(store.update(1, { big: 'x'.repeat(200) }), CatTooLargeError)), 1)
@@ -149,7 +154,8 @@ t.test('node-postgres to a PGlite socket server', async (t) => {
   const url = new URL(`postgres://postgres@${server.getServerConn()}/postgres`)
   overTheWire(t, {
     url,
-    // The socket server gives every connection the same PGlite session, so its search_path is set there.
+    // The socket server gives every connection the same PGlite session, so its search_path is set there
+    // (and two connections' named statements would collide there).
     open: async (t) => {
       const schema = freshSchemaName('cats_merge')
       await servedDb.exec(`CREATE SCHEMA ${schema}; SET search_path TO ${schema}`)
@@ -159,8 +165,8 @@ t.test('node-postgres to a PGlite socket server', async (t) => {
         await servedDb.exec(`SET search_path TO public; DROP SCHEMA ${schema} CASCADE`)
       })
       let migrated = false
-      return async (through = url) => {
-        const client = await postgresClient(through.href)
+      return async ({ through = url, preparedStatements = false } = {}) => {
+        const client = await postgresClient(through.href, { preparedStatements })
         clients.push(client)
         if (!migrated) await migrate(client)
         migrated = true
@@ -188,10 +194,10 @@ if (serverUrl === undefined || serverUrl === '') {
         await admin.query(`DROP SCHEMA ${schema} CASCADE`)
       })
       let migrated = false
-      return async (through = url) => {
+      return async ({ through = url, preparedStatements } = {}) => {
         const withSchema = new URL(through.href)
         withSchema.searchParams.set('options', `-c search_path=${schema}`)
-        const client = await postgresClient(withSchema.href)
+        const client = await postgresClient(withSchema.href, { preparedStatements })
         clients.push(client)
         if (!migrated) await migrate(client)
         migrated = true

@@ -198,7 +198,8 @@ t.test('a database that goes away: 503 at once, readiness says so, then recovery
   const proxy = new TcpProxy(new URL(`postgres://127.0.0.1:${await pgliteServer(t)}`))
   await proxy.start()
   t.teardown(() => proxy.stop())
-  const app = await build(t, { DATABASE_URL: `postgres://postgres@127.0.0.1:${proxy.port}/postgres` })
+  // The socket server gives every connection the same PGlite session, where two connections' named statements would collide.
+  const app = await build(t, { DATABASE_URL: `postgres://postgres@127.0.0.1:${proxy.port}/postgres`, DATABASE_PREPARED_STATEMENTS: false })
 
   t.equal((await app.inject(post(tom))).statusCode, 201)
   t.equal((await app.inject(post(felix))).statusCode, 201)
