@@ -21,7 +21,8 @@ async function openSqlStore (fastify: FastifyInstance, databaseUrl: string, limi
     import('../src/cats/sql-cats-store.js'),
     import('../src/cats/sql-migrations.js')
   ])
-  const client = await connect(databaseUrl, { preparedStatements: fastify.config.DATABASE_PREPARED_STATEMENTS })
+  const { DATABASE_POOL_SIZE, DATABASE_PREPARED_STATEMENTS } = fastify.config
+  const client = await connect(databaseUrl, { poolSize: DATABASE_POOL_SIZE, preparedStatements: DATABASE_PREPARED_STATEMENTS })
   try {
     for (const { version, name } of await migrate(client)) fastify.log.info({ version, name }, 'applied database migration')
   } catch (error) {

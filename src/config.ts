@@ -29,6 +29,12 @@ export const ConfigSchema = Type.Object({
     pattern: '^(postgres|postgresql|pglite)://.+',
     description: 'Unset: cats in memory; `postgres://…` a PostgreSQL server; `pglite://<directory>` or `pglite://memory` embedded PostgreSQL'
   })),
+  DATABASE_POOL_SIZE: Type.Integer({
+    minimum: 1,
+    maximum: 1000,
+    default: 10,
+    description: 'Most connections each instance opens to a PostgreSQL server; more let more writes share one commit flush (keep instances × this under the server\'s `max_connections`)'
+  }),
   DATABASE_PREPARED_STATEMENTS: Type.Boolean({
     default: true,
     description: 'PostgreSQL parses and plans the frequent statements once per connection; `false` behind a pooler that shares server sessions between clients (PgBouncer in transaction mode before 1.21)'

@@ -42,17 +42,20 @@ export class DeadlineError extends Error {
   }
 }
 
+/** How a PostgreSQL server is used; PGlite has one session and no named statements. */
 export interface ClientOptions {
-  /** Whether NamedStatements are prepared (PostgreSQL servers only); true unless said otherwise. */
+  /** Most connections in the pool; 10 unless said otherwise. */
+  poolSize?: number
+  /** Whether NamedStatements are prepared; true unless said otherwise. */
   preparedStatements?: boolean
 }
 
 /** PostgreSQL through a node-postgres pool. */
-export async function postgresClient (connectionString: string, { preparedStatements = true }: ClientOptions = {}): Promise<SqlClient> {
+export async function postgresClient (connectionString: string, { poolSize = 10, preparedStatements = true }: ClientOptions = {}): Promise<SqlClient> {
   const { default: pg } = await import('pg')
   const pool = new pg.Pool({
     connectionString,
-    max: 10,
+    max: poolSize,
     connectionTimeoutMillis: 2000,
     idleTimeoutMillis: 10_000,
     // Bounds a slow statement inside a healthy server; the deadline below bounds everything else.

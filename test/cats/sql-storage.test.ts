@@ -261,6 +261,17 @@ t.test('a database that goes away: 503 at once, readiness says so, then recovery
   })
 })
 
+t.test('DATABASE_POOL_SIZE bounds the connections an instance opens', async (t) => {
+  const proxy = new TcpProxy(new URL(`postgres://127.0.0.1:${await pgliteServer(t)}`))
+  await proxy.start()
+  t.teardown(() => proxy.stop())
+  const app = await build(t, { DATABASE_URL: proxy.url(new URL('postgres://postgres@127.0.0.1/postgres')), DATABASE_POOL_SIZE: 3, DATABASE_PREPARED_STATEMENTS: false })
+  t.equal((await app.inject(post(tom))).statusCode, 201)
+  const reads = await Promise.all(Array.from({ length: 12 }, async () => app.inject(get('/cats/1'))))
+  t.ok(reads.every((res) => res.statusCode === 200 && res.json().name === 'Tom'))
+  t.equal(proxy.openSockets, 6, 'three connections, each a client and an upstream socket at the proxy')
+})
+
 t.test('a database that cannot be reached at start-up stops the app from starting', async (t) => {
   const message = /^DATABASE_URL: could not prepare the database \(/
   await t.test('connection refused', async (t) => {
