@@ -26,9 +26,9 @@ interface KeyRow extends Record<string, unknown> {
 /** Held until the transaction ends: a second request with the key while the first runs finds it taken. */
 const LOCK_KEY = 'SELECT pg_try_advisory_xact_lock(hashtext($1), hashtext($2)) AS locked'
 
-/** What MERGE answers when a cat has the id: null data when the merge was over the size limit. */
+/** What MERGE answers when a cat has the id: null when the merge was over the size limit. */
 interface MergedRow extends Record<string, unknown> {
-  data: StoredCat | null
+  json: string | null
 }
 
 interface PageRow extends Record<string, unknown> {
@@ -63,7 +63,7 @@ UPDATE cats_count SET count = count - (SELECT count(*) FROM gone)`
 const FIND_JSON: NamedStatement = { name: 'cats_find_json', text: `SELECT data::text AS json ${EARLIEST_WITH_ID}` }
 
 /** PUT in one round trip: the merge runs in the database (cats_merge, created by a migration), row lock and size limit included. */
-const MERGE: NamedStatement = { name: 'cats_merge', text: 'SELECT data FROM cats_merge($1, $2, $3, $4) AS data' }
+const MERGE: NamedStatement = { name: 'cats_merge', text: 'SELECT data::text AS json FROM cats_merge($1, $2, $3, $4) AS data' }
 
 /** The store's own refusals, which pass through as they are. */
 const DOMAIN_ERRORS = [CollectionFullError, CatTooLargeError, IdempotencyKeyInUseError, IdempotencyKeyReusedError]
@@ -152,6 +152,14 @@ export class SqlCatsStore implements CatsStore {
   }
 
   async update (id: number, fields: UpdateCatBody): Promise<StoredCat | undefined> {
+    const json = await this.updateJson(id, fields)
+    if (json === undefined) return undefined
+    const cat: StoredCat = JSON.parse(json)
+    return cat
+  }
+
+  /** The merged cat as the database wrote it: the text JSON.stringify writes for the merge, passed on unparsed. */
+  async updateJson (id: number, fields: UpdateCatBody): Promise<string | undefined> {
     const { maxCatBytes } = this.#limits
     // The fields as JSON texts, so that the database splices them into the stored text without decoding them.
     const entries = mergedEntries(fields)
@@ -160,15 +168,9 @@ export class SqlCatsStore implements CatsStore {
     return this.#guard(async () => {
       const [row] = await this.#client.query<MergedRow>(MERGE, [id, keys, values, Math.min(maxCatBytes, Number.MAX_SAFE_INTEGER)])
       if (row === undefined) return undefined
-      if (row.data === null) throw new CatTooLargeError(maxCatBytes)
-      return row.data
+      if (row.json === null) throw new CatTooLargeError(maxCatBytes)
+      return row.json
     })
-  }
-
-  async updateJson (id: number, fields: UpdateCatBody): Promise<string | undefined> {
-    const cat = await this.update(id, fields)
-    // The merged JSON is stored exactly as JSON.stringify writes it.
-    return cat === undefined ? undefined : JSON.stringify(cat)
   }
 
   async remove (id: number): Promise<void> {

@@ -61,11 +61,10 @@ const fields: fc.Arbitrary<UpdateCatBody> = fc.array(fc.tuple(key, value), { max
 const seed = process.env.FC_SEED === undefined ? undefined : Number(process.env.FC_SEED)
 const limit = fc.oneof(fc.constant(Number.POSITIVE_INFINITY), fc.integer({ min: 40, max: 600 }))
 
-/** What a store answers to a merge, as text: the cat, nothing, or the size limit. */
+/** What a store answers to a merge, as text: the cat's JSON, nothing, or the size limit. */
 async function outcome (store: CatsStore, id: number, update: UpdateCatBody): Promise<string> {
   try {
-    const cat = await store.update(id, update)
-    return cat === undefined ? 'no cat' : JSON.stringify(cat)
+    return await store.updateJson(id, update) ?? 'no cat'
   } catch (error) {
     if (error instanceof CatTooLargeError) return `too large: ${error.maxCatBytes}`
     throw error
