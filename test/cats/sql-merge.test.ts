@@ -47,7 +47,7 @@ t.teardown(async () => {
   await servedDb.close()
 })
 
-/** Texts that stress the splicing: escapes, \u0000, lone surrogates, array-index-like keys. */
+/** Texts that stress the splicing: quotes, backslashes, escapes, \u0000, lone surrogates, other scripts. */
 const tricky = fc.constantFrom('\u0000', '\ud800', '\udfff', '"', '\\', '\\"', '\\u0000', '/', '\u2028', '\n', '\u001f', '猫', '🐈', 'é')
 const text = fc.array(fc.oneof(fc.string({ unit: 'binary', maxLength: 3 }), tricky), { maxLength: 4 }).map((parts) => parts.join(''))
 const key = fc.oneof(
@@ -58,8 +58,9 @@ const key = fc.oneof(
 const value = fc.jsonValue({ maxDepth: 3, stringUnit: fc.oneof(fc.string({ unit: 'binary', maxLength: 1 }), tricky) })
 // Object.fromEntries keeps __proto__ as an own key, as JSON.parse of a request body does.
 const fields: fc.Arbitrary<UpdateCatBody> = fc.array(fc.tuple(key, value), { maxLength: 6 }).map((entries) => Object.fromEntries(entries))
-const seed = process.env.FC_SEED === undefined ? undefined : Number(process.env.FC_SEED)
 const limit = fc.oneof(fc.constant(Number.POSITIVE_INFINITY), fc.integer({ min: 40, max: 600 }))
+
+const seed = process.env.FC_SEED === undefined ? undefined : Number(process.env.FC_SEED)
 
 /** What a store answers to a merge, as text: the cat's JSON, nothing, or the size limit. */
 async function outcome (store: CatsStore, id: number, update: UpdateCatBody): Promise<string> {
