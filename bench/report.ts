@@ -348,7 +348,9 @@ export function ratiosSvg (report: BenchReport): string {
     out.push(`<line x1="${tx}" y1="${top}" x2="${tx}" y2="${bottom}" stroke="#eeeeee"/>`)
     out.push(`<text x="${tx}" y="${bottom + 14}" text-anchor="middle" fill="#555555">${tick.toFixed(2)}</text>`)
   }
-  const marks: Array<[number, string, number]> = [[1, '1.00 = baseline', bottom + 30], [1.15, '1.15 target', top - 8]]
+  // The routes' target (the highest above 1 among the scenarios), drawn as a line.
+  const routeTarget = Math.max(1, ...rows.map((s) => s.target ?? 0))
+  const marks: Array<[number, string, number]> = [[1, '1.00 = baseline', bottom + 30], [routeTarget, `${dec(routeTarget)} target`, top - 8]]
   for (const [value, label, labelY] of marks) {
     const lx = x(value).toFixed(1)
     out.push(`<line x1="${lx}" y1="${top - 4}" x2="${lx}" y2="${bottom}" stroke="#333333" stroke-dasharray="4 3"/>`)
