@@ -1,9 +1,10 @@
-import { randomBytes, randomUUID } from 'node:crypto'
+import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t, { type Test } from 'tap'
-import { Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
 import { MemoryLoginAttempts, type Admission, type LoginAttempt, type LoginAttemptStore, type LoginPolicy } from '../../src/auth/login-attempts.js'
 import { RedisLoginAttempts } from '../../src/auth/redis-login-attempts.js'
+import { testRedis } from '../support/redis.js'
 
 /**
  * One contract for the failed-login counters, run unchanged against the
@@ -157,17 +158,7 @@ if (TEST_REDIS_URL === undefined) {
   t.comment('TEST_REDIS_URL is not set: the Redis login counters were not tested')
 } else {
   const redisUrl = TEST_REDIS_URL
-  /** A client and a key prefix of the test's own; its keys are deleted on teardown. */
-  const openRedis = (t: Test): { redis: Redis, prefix: string } => {
-    const redis = new Redis(redisUrl)
-    const prefix = `cats-test-${randomBytes(6).toString('hex')}:`
-    t.teardown(async () => {
-      const keys = await redis.keys(`${prefix}*`)
-      if (keys.length > 0) await redis.del(...keys)
-      redis.disconnect()
-    })
-    return { redis, prefix }
-  }
+  const openRedis = (t: Test): { redis: Redis, prefix: string } => testRedis(t, redisUrl)
 
   t.test('redis', async (t) => {
     contractSuite(t, async (t, policy) => {

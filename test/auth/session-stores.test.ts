@@ -10,6 +10,7 @@ import { MemoryRevocationStore, type RevocationStore } from '../../src/auth/revo
 import { MemoryRefreshTokenStore, type RefreshRecord, type RefreshTokenStore } from '../../src/auth/refresh-token-store.js'
 import { RedisRevocationStore } from '../../src/auth/redis-revocation-store.js'
 import { SqlRefreshTokenStore, SqlRevocationStore } from '../../src/auth/sql-session-stores.js'
+import { testRedis } from '../support/redis.js'
 import { SessionStoreUnavailableError } from '../../src/auth/session-errors.js'
 import { closedPort } from '../support/ports.js'
 import { logCapture } from '../support/app.js'
@@ -234,13 +235,7 @@ if (TEST_REDIS_URL === undefined || TEST_REDIS_URL === '') {
   const redisUrl = TEST_REDIS_URL
   t.test('Redis at TEST_REDIS_URL', async (t) => {
     revocationContract(t, async (t) => {
-      const redis = new Redis(redisUrl)
-      const prefix = `cats-test-${randomBytes(6).toString('hex')}:`
-      t.teardown(async () => {
-        const keys = await redis.keys(`${prefix}*`)
-        if (keys.length > 0) await redis.del(...keys)
-        redis.disconnect()
-      })
+      const { redis, prefix } = testRedis(t, redisUrl)
       return new RedisRevocationStore(redis, prefix, new DependencyStatus('redis', silentLog, async () => {}))
     })
   })

@@ -1,13 +1,12 @@
-import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t, { type Test } from 'tap'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
-import { Redis } from 'ioredis'
 import { hashPassword } from '../../src/auth/password.js'
 import type { UserRecord } from '../../src/auth/users-file.js'
 import type { ConfigInput } from '../../src/config.js'
 import { build } from '../support/app.js'
+import { freshKeyPrefix } from '../support/redis.js'
 
 // The login's brute-force protection over HTTP: only failures count, per username
 // and client address and per address; the same rules in memory and in Redis.
@@ -126,17 +125,7 @@ if (TEST_REDIS_URL === undefined) {
   t.comment('TEST_REDIS_URL is not set: the login protection in Redis was not tested')
 } else {
   const redisUrl = TEST_REDIS_URL
-  /** A key prefix no other test or run uses; its keys are deleted on teardown. */
-  const freshPrefix = (t: Test): string => {
-    const prefix = `cats-test-${randomBytes(6).toString('hex')}:`
-    t.teardown(async () => {
-      const redis = new Redis(redisUrl)
-      const keys = await redis.keys(`${prefix}*`)
-      if (keys.length > 0) await redis.del(...keys)
-      redis.disconnect()
-    })
-    return prefix
-  }
+  const freshPrefix = (t: Test): string => freshKeyPrefix(t, redisUrl)
 
   /** An app on the test Redis, once its client has connected (before that, logins answer 503). */
   const withRedis = async (t: Test, config: Partial<ConfigInput>): Promise<FastifyInstance> => {
