@@ -4,6 +4,7 @@ import t from 'tap'
 import fc from 'fast-check'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { loadConfig } from '../../src/config.js'
+import { checkModel } from '../support/model-check.js'
 import { createApp, testConfig } from '../support/app.js'
 
 /*
@@ -475,22 +476,15 @@ t.test('random command sequences agree with a reference model (ids, create, read
     }
     assert.deepStrictEqual(Object.getOwnPropertyNames(Object.prototype).sort(), prototypeKeys, 'Object.prototype is unchanged')
   })
-  const seed = process.env.FC_SEED === undefined ? undefined : Number(process.env.FC_SEED)
-  const details = await fc.check(property, { numRuns: NUM_RUNS, seed })
-  if (details.failed) {
-    const error = details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance)
-    t.fail(`${await fc.asyncDefaultReportMessage(details)}\n${error}\n(rerun with FC_SEED=<seed above> to replay)`)
-    return
-  }
-  t.equal(details.numRuns, NUM_RUNS, `${NUM_RUNS} runs of up to ${MAX_COMMANDS} commands, each from an empty collection, all agreed with the model`)
-
-  // The generators must actually reach every behaviour the model describes.
-  for (const what of [
-    'create 201', 'create 400', 'create with a reserved key', 'create refused before validation', 'list',
-    'get found', 'get missing', 'invalid id', 'update merged', 'update missing', 'update with an id key',
-    'update at the depth limit', 'update 400: not an object', 'update 400: reserved key', 'update 400: too deep',
-    'update refused before validation', 'delete found', 'delete missing', 'acted on a repeated id'
-  ]) {
-    t.ok((reached.get(what) ?? 0) > 0, `reached: ${what} (${reached.get(what) ?? 0} times)`)
-  }
+  await checkModel(t, property, {
+    numRuns: NUM_RUNS,
+    runs: `runs of up to ${MAX_COMMANDS} commands, each from an empty collection`,
+    reached,
+    behaviours: [
+      'create 201', 'create 400', 'create with a reserved key', 'create refused before validation', 'list',
+      'get found', 'get missing', 'invalid id', 'update merged', 'update missing', 'update with an id key',
+      'update at the depth limit', 'update 400: not an object', 'update 400: reserved key', 'update 400: too deep',
+      'update refused before validation', 'delete found', 'delete missing', 'acted on a repeated id'
+    ]
+  })
 })

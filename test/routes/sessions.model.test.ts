@@ -3,6 +3,7 @@ import t from 'tap'
 import fc from 'fast-check'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { hashPassword } from '../../src/auth/password.js'
+import { checkModel } from '../support/model-check.js'
 import { createApp } from '../support/app.js'
 
 /*
@@ -420,23 +421,16 @@ t.test('random sequences of logins, refreshes, reuses and logouts agree with a r
       await app.close()
     }
   })
-  const seed = process.env.FC_SEED === undefined ? undefined : Number(process.env.FC_SEED)
-  const details = await fc.check(property, { numRuns: NUM_RUNS, seed })
-  if (details.failed) {
-    const error = details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance)
-    t.fail(`${await fc.asyncDefaultReportMessage(details)}\n${error}\n(rerun with FC_SEED=<seed above> to replay)`)
-    return
-  }
-  t.equal(details.numRuns, NUM_RUNS, `${NUM_RUNS} runs of up to ${MAX_COMMANDS} commands, each on a fresh app, all agreed with the model`)
-
-  // The generators must actually reach every behaviour the model describes.
-  for (const what of [
-    'login', 'refresh 200', 'refresh 401: session ended', 'reuse 401: session ends', 'reuse 401: session already ended',
-    'refresh 400: empty', 'refresh 400: too long', 'refresh 401: unknown token of the right form', 'refresh 401: malformed token',
-    'logout 204', 'logout 204 in a refreshed session', 'logout 401: session ended',
-    'profile 200', 'profile 401: session ended', 'an access token from before a refresh still works',
-    'create cat 201', 'list cats 200', 'cats 401: session ended', 'guarded route without a valid token'
-  ]) {
-    t.ok((reached.get(what) ?? 0) > 0, `reached: ${what} (${reached.get(what) ?? 0} times)`)
-  }
+  await checkModel(t, property, {
+    numRuns: NUM_RUNS,
+    runs: `runs of up to ${MAX_COMMANDS} commands, each on a fresh app`,
+    reached,
+    behaviours: [
+      'login', 'refresh 200', 'refresh 401: session ended', 'reuse 401: session ends', 'reuse 401: session already ended',
+      'refresh 400: empty', 'refresh 400: too long', 'refresh 401: unknown token of the right form', 'refresh 401: malformed token',
+      'logout 204', 'logout 204 in a refreshed session', 'logout 401: session ended',
+      'profile 200', 'profile 401: session ended', 'an access token from before a refresh still works',
+      'create cat 201', 'list cats 200', 'cats 401: session ended', 'guarded route without a valid token'
+    ]
+  })
 })
