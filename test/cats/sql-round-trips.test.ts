@@ -16,10 +16,12 @@ import { freshSchemaName, freshSchemaOn } from '../support/sql-schemas.js'
 import { TcpProxy } from '../support/tcp-proxy.js'
 
 /**
- * PUT on the SQL store is one statement: one round trip to the database, the
- * same JSON text as the in-memory store byte for byte (key order included),
- * and concurrent merges into one cat, from one instance or several, lose
- * nothing. Reproduce a failure of the generated cases with FC_SEED=<seed>.
+ * Round trips of the SQL store. PUT is one statement: one round trip to the
+ * database, the same JSON text as the in-memory store byte for byte (key order
+ * included), and concurrent merges into one cat, from one instance or several,
+ * lose nothing. The reads of one turn of the event loop share one statement,
+ * each answered as if alone. Reproduce a failure of the generated cases with
+ * FC_SEED=<seed>.
  */
 
 const tom = { name: 'Tom', age: 3, breed: 'Siamese' }
@@ -95,19 +97,19 @@ function sameAsMemory (t: Test, openSchema: SchemaOpener): void {
 
 function overTheWire (t: Test, target: WireTarget): void {
   /** A store whose client reaches the database through a proxy that counts the queries. */
-  async function countedStore (t: Test, limits: StoreLimits = NO_LIMITS): Promise<{ store: SqlCatsStore, client: SqlClient, counter: PgQueryCounter }> {
+  async function countedStore (t: Test, limits: StoreLimits = NO_LIMITS, preparedStatements?: boolean): Promise<{ store: SqlCatsStore, client: SqlClient, counter: PgQueryCounter }> {
     const proxy = new TcpProxy(target.url)
     const counter = new PgQueryCounter()
     proxy.watch = counter.feed
     await proxy.start()
     t.teardown(() => proxy.stop())
-    // Prepared statements too: one connection at a time here, so they cannot collide even on a shared session.
-    const client = await (await target.open(t))({ through: new URL(proxy.url(target.url)), preparedStatements: true })
+    const client = await (await target.open(t))({ through: new URL(proxy.url(target.url)), preparedStatements })
     return { store: new SqlCatsStore(client, limits), client, counter }
   }
 
   t.test('a PUT is one query: merged, no cat, or too large', async (t) => {
-    const { store, client, counter } = await countedStore(t, withLimit(200))
+    // Prepared statements too: one connection at a time here, so they cannot collide even on a shared session.
+    const { store, client, counter } = await countedStore(t, withLimit(200), true)
     await store.create(tom)
     const queries = async (work: () => Promise<unknown>): Promise<number> => {
       const before = counter.count
@@ -121,6 +123,28 @@ function overTheWire (t: Test, target: WireTarget): void {
     t.equal(await queries(() => store.update(5, { color: 'white' })), 1)
     t.equal(await queries(() => t.rejects(store.update(1, { big: 'x'.repeat(200) }), CatTooLargeError)), 1)
     t.equal(await store.findJson(1), '{"2":"two","id":1,"name":"Tom","age":3,"breed":"Siamese","color":"black"}', 'unchanged by the refused merge')
+  })
+
+  t.test('the reads of one turn of the event loop are one query, each answered as if alone', async (t) => {
+    // Prepared where the target allows it: this is a second connection, which would collide on a shared session.
+    const { store, counter } = await countedStore(t, NO_LIMITS, undefined)
+    for (const name of ['Tom', 'Felix', 'Kitty']) await store.create({ ...tom, name })
+    await store.remove(2)
+    await store.create({ ...tom, name: 'Luna' })
+    const queries = async (ids: number[]): Promise<{ names: Array<string | undefined>, queries: number }> => {
+      const before = counter.count
+      const found = await Promise.all(ids.map((id) => store.findJson(id)))
+      const names = found.map((json) => json === undefined ? undefined : String(JSON.parse(json).name))
+      return { names, queries: counter.count - before }
+    }
+    t.strictSame(await queries([3, 1, 2, 3, 99, 1, -4]), { names: ['Kitty', 'Tom', undefined, 'Kitty', undefined, 'Tom', undefined], queries: 1 },
+      'the earliest created cat of an id (Kitty, not Luna), nothing for a free id, repeated ids answered each')
+    await store.update(1, { toy: 'ball' })
+    t.match(JSON.parse(await store.findJson(1) ?? ''), { name: 'Tom', toy: 'ball' }, 'a read after an answered write sees it')
+    const many = await queries(Array.from({ length: 1200 }, (_, index) => 1 + (index % 3)))
+    t.equal(many.queries, 3, '500 reads at most in one query')
+    t.strictSame(many.names.slice(0, 3), ['Tom', undefined, 'Kitty'])
+    t.equal(many.names.filter((name) => name === 'Kitty').length, 400)
   })
 
   t.test('concurrent PUTs into one cat from two instances lose no field', async (t) => {
