@@ -27,11 +27,6 @@ interface KeyRow extends Record<string, unknown> {
 /** Held until the transaction ends: a second request with the key while the first runs finds it taken. */
 const LOCK_KEY = 'SELECT pg_try_advisory_xact_lock(hashtext($1), hashtext($2)) AS locked'
 
-/** What MERGE answers when a cat has the id: null when the merge was over the size limit. */
-interface MergedRow extends Record<string, unknown> {
-  json: string | null
-}
-
 interface PageRow extends Record<string, unknown> {
   items: string
   last: string
@@ -74,8 +69,34 @@ interface FoundRow extends Record<string, unknown> {
 /** The most reads one statement answers; more wait for the next. */
 const MAX_READ_BATCH = 500
 
-/** PUT in one round trip: the merge runs in the database (cats_merge, created by a migration), row lock and size limit included. */
-const MERGE: NamedStatement = { name: 'cats_merge', text: 'SELECT data::text AS json FROM cats_merge($1, $2, $3, $4) AS data' }
+/**
+ * PUTs in one round trip, many at once: the merges run in the database (cats_merge_many, created by a migration),
+ * row locks and size limit included, one row per merge in the order given.
+ */
+const MERGE_MANY: NamedStatement = {
+  name: 'cats_merge_many',
+  text: 'SELECT has_cat, data::text AS json FROM cats_merge_many($1, $2, $3, $4, $5) WITH ORDINALITY AS merged(has_cat, data, place) ORDER BY place'
+}
+
+/** A PUT as the database takes it: the fields as JSON texts, so that it splices them into the stored text without decoding them. */
+interface Merge {
+  id: number
+  keys: string[]
+  values: string[]
+}
+
+/** What the database answered for one merge: has_cat null when no cat has the id, json null when over the size limit. */
+interface MergedRow extends Record<string, unknown> {
+  has_cat: boolean | null
+  json: string | null
+}
+
+/** A merge's outcome: the merged cat's JSON, no cat with the id (undefined), or over the size limit. */
+type MergeOutcome = string | undefined | typeof TOO_LARGE
+const TOO_LARGE = Symbol('too large')
+
+/** The most merges one statement makes; they hold their cats' row locks until all are done. */
+const MAX_MERGE_BATCH = 100
 
 /** The store's own refusals, which pass through as they are. */
 const DOMAIN_ERRORS = [CollectionFullError, CatTooLargeError, IdempotencyKeyInUseError, IdempotencyKeyReusedError]
@@ -92,6 +113,11 @@ export class SqlCatsStore implements CatsStore {
    * what a read costs the service is mostly its round trip (a socket write and a read), shared this way.
    */
   readonly #reads: DataLoader<number, string | undefined>
+  /**
+   * PUT /cats/:id: likewise, the merges of one turn in one statement, committed together. They are sent ordered by id
+   * (those into one cat in the order they arrived), so concurrent statements lock cats in one order.
+   */
+  readonly #merges: DataLoader<Merge, MergeOutcome>
 
   /**
    * `availability` hears whether each operation reached the database; `now` is the clock idempotency keys
@@ -107,6 +133,21 @@ export class SqlCatsStore implements CatsStore {
       const found = new Map(rows.map((row) => [row.id, row.json]))
       return ids.map((id) => found.get(String(id)))
     }, { cache: false, maxBatchSize: MAX_READ_BATCH, batchScheduleFn: (send) => setImmediate(send) })
+    this.#merges = new DataLoader(async (merges) => {
+      const order = merges.map((merge, index) => ({ merge, index })).sort((a, b) => a.merge.id - b.merge.id || a.index - b.index)
+      const sorted = order.map(({ merge }) => merge)
+      const maxBytes = Math.min(this.#limits.maxCatBytes, Number.MAX_SAFE_INTEGER)
+      const rows = await this.#client.query<MergedRow>(MERGE_MANY, [
+        sorted.map((merge) => merge.id), sorted.map((merge) => merge.keys.length), sorted.flatMap((merge) => merge.keys),
+        sorted.flatMap((merge) => merge.values), maxBytes
+      ])
+      const outcomes: MergeOutcome[] = new Array(merges.length)
+      order.forEach(({ index }, place) => {
+        const { has_cat: hasCat, json } = rows[place]
+        outcomes[index] = hasCat === null ? undefined : json ?? TOO_LARGE
+      })
+      return outcomes
+    }, { cache: false, maxBatchSize: MAX_MERGE_BATCH, batchScheduleFn: (send) => setImmediate(send) })
   }
 
   async count (): Promise<number> {
@@ -180,17 +221,12 @@ export class SqlCatsStore implements CatsStore {
 
   /** The merged cat as the database wrote it: the text JSON.stringify writes for the merge, passed on unparsed. */
   async updateJson (id: number, fields: UpdateCatBody): Promise<string | undefined> {
-    const { maxCatBytes } = this.#limits
-    // The fields as JSON texts, so that the database splices them into the stored text without decoding them.
     const entries = mergedEntries(fields)
     const keys = entries.map(([key]) => JSON.stringify(key))
     const values = entries.map(([, value]) => JSON.stringify(value))
-    return this.#guard(async () => {
-      const [row] = await this.#client.query<MergedRow>(MERGE, [id, keys, values, Math.min(maxCatBytes, Number.MAX_SAFE_INTEGER)])
-      if (row === undefined) return undefined
-      if (row.json === null) throw new CatTooLargeError(maxCatBytes)
-      return row.json
-    })
+    const outcome = await this.#guard(() => this.#merges.load({ id, keys, values }))
+    if (outcome === TOO_LARGE) throw new CatTooLargeError(this.#limits.maxCatBytes)
+    return outcome
   }
 
   async remove (id: number): Promise<void> {

@@ -38,7 +38,8 @@ const cats = { version: 1, name: 'cats' }
 const idempotencyKeys = { version: 2, name: 'idempotency-keys' }
 const sessions = { version: 3, name: 'sessions' }
 const catsMerge = { version: 4, name: 'cats-merge' }
-const all = [cats, idempotencyKeys, sessions, catsMerge]
+const catsMergeMany = { version: 5, name: 'cats-merge-many' }
+const all = [cats, idempotencyKeys, sessions, catsMerge, catsMergeMany]
 const pending = all.map((migration) => ({ ...migration, appliedAt: undefined, known: true }))
 
 async function tableExists (client: SqlClient, table: string): Promise<boolean> {
