@@ -1,9 +1,10 @@
-import DataLoader from 'dataloader'
+import type DataLoader from 'dataloader'
 import type { CreateCatBody, StoredCat, UpdateCatBody } from './schemas.js'
 import {
   IDEMPOTENCY_KEY_TTL_MS, NO_LIMITS, type CatsPage, type CatsStore, type IdempotentCreateResult, type IdempotentRequest, type StoreLimits
 } from './cats-store.js'
 import { mergedEntries } from './merge-rules.js'
+import { batchedStatements } from './batched-statements.js'
 import { CatTooLargeError, CollectionFullError, IdempotencyKeyInUseError, IdempotencyKeyReusedError, StoreUnavailableError } from './store-errors.js'
 import type { NamedStatement, SqlClient, SqlExecutor } from './sql-client.js'
 import { PROBE_TIMEOUT_MS, type DependencyStatus } from '../dependency-status.js'
@@ -66,8 +67,8 @@ interface FoundRow extends Record<string, unknown> {
   json: string
 }
 
-/** The most reads one statement answers; more wait for the next. */
-const MAX_READ_BATCH = 500
+/** Reads: at most 500 in one statement, as many statements at once as the pool has connections. */
+const READ_BATCHES = { maxBatchSize: 500 }
 
 /**
  * PUTs in one round trip, many at once: the merges run in the database (cats_merge_many, created by a migration),
@@ -95,8 +96,11 @@ interface MergedRow extends Record<string, unknown> {
 type MergeOutcome = string | undefined | typeof TOO_LARGE
 const TOO_LARGE = Symbol('too large')
 
-/** The most merges one statement makes; they hold their cats' row locks until all are done. */
-const MAX_MERGE_BATCH = 100
+/**
+ * Merges: at most 100 in one statement (they hold their cats' row locks until all are done), at most 2 statements
+ * running at once per instance, and none waits more than 100 ms for one of those to end.
+ */
+const MERGE_BATCHES = { maxBatchSize: 100, maxInFlight: 2, maxWaitMs: 100 }
 
 /** The store's own refusals, which pass through as they are. */
 const DOMAIN_ERRORS = [CollectionFullError, CatTooLargeError, IdempotencyKeyInUseError, IdempotencyKeyReusedError]
@@ -107,15 +111,12 @@ export class SqlCatsStore implements CatsStore {
   readonly #limits: StoreLimits
   readonly #availability: Availability | undefined
   readonly #now: () => number
-  /**
-   * GET /cats/:id: the reads that arrive in one turn of the event loop (under load, many) go to the database as one
-   * statement. Each is answered from a statement sent after it arrived, so it sees every write answered before it;
-   * what a read costs the service is mostly its round trip (a socket write and a read), shared this way.
-   */
+  /** GET /cats/:id: the reads of one turn of the event loop in one statement. */
   readonly #reads: DataLoader<number, string | undefined>
   /**
-   * PUT /cats/:id: likewise, the merges of one turn in one statement, committed together. They are sent ordered by id
-   * (those into one cat in the order they arrived), so concurrent statements lock cats in one order.
+   * PUT /cats/:id: the merges of one turn (or of the wait for a running statement) in one statement, committed
+   * together. They are sent ordered by id (those into one cat in the order they arrived), so concurrent statements
+   * lock cats in one order and never wait for each other in a cycle.
    */
   readonly #merges: DataLoader<Merge, MergeOutcome>
 
@@ -128,12 +129,12 @@ export class SqlCatsStore implements CatsStore {
     this.#limits = limits
     this.#availability = availability
     this.#now = now
-    this.#reads = new DataLoader(async (ids) => {
+    this.#reads = batchedStatements(async (ids) => {
       const rows = await this.#client.query<FoundRow>(FIND_JSON_MANY, [ids])
       const found = new Map(rows.map((row) => [row.id, row.json]))
       return ids.map((id) => found.get(String(id)))
-    }, { cache: false, maxBatchSize: MAX_READ_BATCH, batchScheduleFn: (send) => setImmediate(send) })
-    this.#merges = new DataLoader(async (merges) => {
+    }, READ_BATCHES)
+    this.#merges = batchedStatements(async (merges) => {
       const order = merges.map((merge, index) => ({ merge, index })).sort((a, b) => a.merge.id - b.merge.id || a.index - b.index)
       const sorted = order.map(({ merge }) => merge)
       const maxBytes = Math.min(this.#limits.maxCatBytes, Number.MAX_SAFE_INTEGER)
@@ -147,7 +148,7 @@ export class SqlCatsStore implements CatsStore {
         outcomes[index] = hasCat === null ? undefined : json ?? TOO_LARGE
       })
       return outcomes
-    }, { cache: false, maxBatchSize: MAX_MERGE_BATCH, batchScheduleFn: (send) => setImmediate(send) })
+    }, MERGE_BATCHES)
   }
 
   async count (): Promise<number> {
