@@ -51,7 +51,7 @@ export interface BenchOptions {
   only: Set<string> | undefined
   /** LOG_LEVEL of the service. */
   logLevel: string
-  /** Runs the service with METRICS_ENABLED=true. */
+  /** Pins the server and the load generator to separate CPUs. */
   pin: boolean
   profile: boolean
 }
