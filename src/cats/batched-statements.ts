@@ -16,9 +16,10 @@ export interface BatchOptions {
  * Sends the items (reads or writes of single cats) that arrive in one turn of the event loop to `run` together, as
  * one statement: one round trip, one socket write and one read for all of them, which is most of what an item
  * costs the service on its own. Each item is sent after it arrived, so it sees every write answered before it.
- * `run` answers each item in the order given; when it fails, every item of the batch fails with its error.
+ * `run` answers each item in the order given, an Error for an item that fails alone; when `run` fails, every item
+ * of the batch fails with its error.
  */
-export function batchedStatements<Item, Answer> (run: (items: readonly Item[]) => Promise<Answer[]>, options: BatchOptions): DataLoader<Item, Answer> {
+export function batchedStatements<Item, Answer> (run: (items: readonly Item[]) => Promise<Array<Answer | Error>>, options: BatchOptions): DataLoader<Item, Answer> {
   const { maxBatchSize, maxInFlight = Infinity, maxWaitMs = 0 } = options
   let inFlight = 0
   const waiting = new Set<() => void>()

@@ -70,6 +70,22 @@ interface FoundRow extends Record<string, unknown> {
 /** Reads: at most 500 in one statement, as many statements at once as the pool has connections. */
 const READ_BATCHES = { maxBatchSize: 500 }
 
+/** POSTs in one round trip, many at once: ids, creation order and the collection limit as one create each (cats_create_many). */
+const CREATE_MANY: NamedStatement = {
+  name: 'cats_create_many',
+  text: 'SELECT place::int AS place, cat_data AS data FROM cats_create_many($1, $2)'
+}
+
+interface PlacedRow extends DataRow {
+  place: number
+}
+
+/**
+ * Creates: at most 100 in one statement, one statement running at once per instance (creates take turns at the
+ * count's row lock anyway; meanwhile the next ones gather), and none waits more than 100 ms for it to end.
+ */
+const CREATE_BATCHES = { maxBatchSize: 100, maxInFlight: 1, maxWaitMs: 100 }
+
 /**
  * PUTs in one round trip, many at once: the merges run in the database (cats_merge_many, created by a migration),
  * row locks and size limit included, one row per merge in the order given.
@@ -119,6 +135,11 @@ export class SqlCatsStore implements CatsStore {
    * lock cats in one order and never wait for each other in a cycle.
    */
   readonly #merges: DataLoader<Merge, MergeOutcome>
+  /**
+   * POST /cats without an Idempotency-Key: the creates of one turn (or of the wait for the running statement) in one
+   * statement, committed together, in the order they arrived.
+   */
+  readonly #creates: DataLoader<CreateCatBody, StoredCat>
 
   /**
    * `availability` hears whether each operation reached the database; `now` is the clock idempotency keys
@@ -149,6 +170,13 @@ export class SqlCatsStore implements CatsStore {
       })
       return outcomes
     }, MERGE_BATCHES)
+    this.#creates = batchedStatements<CreateCatBody, StoredCat>(async (cats) => {
+      const { maxCats } = this.#limits
+      const bodies = cats.map(({ name, age, breed }) => JSON.stringify({ name, age, breed }))
+      const rows = await this.#client.query<PlacedRow>(CREATE_MANY, [bodies, Math.min(maxCats, Number.MAX_SAFE_INTEGER)])
+      const created = new Map(rows.map((row) => [row.place, row.data]))
+      return cats.map((_, index) => created.get(index + 1) ?? new CollectionFullError(maxCats))
+    }, CREATE_BATCHES)
   }
 
   async count (): Promise<number> {
@@ -179,7 +207,7 @@ export class SqlCatsStore implements CatsStore {
   }
 
   async create (fields: CreateCatBody): Promise<StoredCat> {
-    return this.#guard(async () => (await this.#insert(this.#client, fields)).data)
+    return this.#guard(() => this.#creates.load(fields))
   }
 
   async createOnce (fields: CreateCatBody, request: IdempotentRequest): Promise<IdempotentCreateResult> {

@@ -20,7 +20,7 @@ import { TcpProxy } from '../support/tcp-proxy.js'
  * database, the same JSON text as the in-memory store byte for byte (key order
  * included), and concurrent merges into one cat, from one instance or several,
  * lose nothing. The reads of one turn of the event loop share one statement,
- * each answered as if alone, and so do the merges. Reproduce a failure of the generated cases with
+ * each answered as if alone, and so do the merges and the creates. Reproduce a failure of the generated cases with
  * FC_SEED=<seed>.
  */
 
@@ -174,6 +174,35 @@ function overTheWire (t: Test, target: WireTarget): void {
     const many = await Promise.all(Array.from({ length: 250 }, (_, index) => unlimited.update(2, { [`key${index}`]: index })))
     t.equal(counter.count - before, 1 + 3 + 2, '100 merges at most in one query')
     t.strictSame(many.map((cat) => Object.keys(cat ?? {}).length), many.map((_, index) => 5 + index), 'in the order sent')
+  })
+
+  t.test('the creates of one turn of the event loop are one query: ids and creation order as they arrived, the limit per cat', async (t) => {
+    const { store, client, counter } = await countedStore(t, { ...NO_LIMITS, maxCats: 5 })
+    await store.create({ ...tom, name: 'First' })
+    const before = counter.count
+    const names = ['A', 'B', 'C', 'D', 'E', 'F']
+    const created = await Promise.allSettled(names.map((name) => store.create({ ...tom, name })))
+    t.equal(counter.count - before, 1, 'one query')
+    t.strictSame(created.slice(0, 4).map((result) => result.status === 'fulfilled' ? result.value : undefined),
+      names.slice(0, 4).map((name, index) => ({ id: 2 + index, name, age: 3, breed: 'Siamese' })), 'ids 2 to 5 in the order sent')
+    t.match(created.slice(4), [{ status: 'rejected', reason: { name: 'CollectionFullError' } }, { status: 'rejected', reason: { name: 'CollectionFullError' } }],
+      'past the limit each is refused, alone')
+    t.equal(await store.count(), 5)
+    t.strictSame((await store.list()).map((cat) => cat.name), ['First', 'A', 'B', 'C', 'D'], 'creation order as sent')
+    const unlimited = new SqlCatsStore(client)
+    await Promise.all(Array.from({ length: 150 }, (_, index) => unlimited.create({ ...tom, name: `cat${index}` })))
+    t.equal(counter.count - before, 1 + 2 + 2, '(and count, list) then 100 creates at most in one query')
+    t.strictSame((await unlimited.list()).slice(5).map((cat) => [cat.id, cat.name]), Array.from({ length: 150 }, (_, index) => [6 + index, `cat${index}`]))
+  })
+
+  t.test('two instances creating at once give every cat its own id', async (t) => {
+    const openClient = await target.open(t)
+    const stores = [new SqlCatsStore(await openClient()), new SqlCatsStore(await openClient())]
+    await Promise.all(Array.from({ length: 300 }, (_, index) => stores[index % 2].create({ ...tom, name: `cat${index}` })))
+    const cats = await stores[0].list()
+    t.strictSame(cats.map((cat) => cat.id), Array.from({ length: 300 }, (_, index) => index + 1), 'ids 1 to 300 in creation order')
+    t.equal(new Set(cats.map((cat) => cat.name)).size, 300, 'every cat stored once')
+    t.equal(await stores[1].count(), 300)
   })
 
   t.test('two instances merging into the same cats in opposite orders never deadlock', async (t) => {

@@ -186,12 +186,13 @@ t.test('start-up logs each migration it applies, and nothing on a database alrea
     return log.text()
   }
   const first = (await startLogged()).split('\n').filter((line) => line.includes('applied database migration'))
-  t.equal(first.length, 5)
+  t.equal(first.length, 6)
   t.match(JSON.parse(first[0]), { version: 1, name: 'cats', msg: 'applied database migration' })
   t.match(JSON.parse(first[1]), { version: 2, name: 'idempotency-keys', msg: 'applied database migration' })
   t.match(JSON.parse(first[2]), { version: 3, name: 'sessions', msg: 'applied database migration' })
   t.match(JSON.parse(first[3]), { version: 4, name: 'cats-merge', msg: 'applied database migration' })
   t.match(JSON.parse(first[4]), { version: 5, name: 'cats-merge-many', msg: 'applied database migration' })
+  t.match(JSON.parse(first[5]), { version: 6, name: 'cats-create-many', msg: 'applied database migration' })
   t.notMatch(await startLogged(), /applied database migration/)
 })
 
@@ -245,7 +246,7 @@ t.test('a database that goes away: 503 at once, readiness says so, then recovery
   })
 
   await t.test('a connection cut in the middle of a transaction: 503, rolled back, and the service goes on', async (t) => {
-    proxy.cutWhen = (chunk) => chunk.includes('INSERT INTO cats')
+    proxy.cutWhen = (chunk) => chunk.includes('cats_create_many')
     const created = await app.inject(post(tom))
     t.equal(created.statusCode, 503)
     t.strictSame(created.json(), UNAVAILABLE)
@@ -267,8 +268,8 @@ t.test('DATABASE_POOL_SIZE bounds the connections an instance opens', async (t) 
   await proxy.start()
   t.teardown(() => proxy.stop())
   const app = await build(t, { DATABASE_URL: proxy.url(new URL('postgres://postgres@127.0.0.1/postgres')), DATABASE_POOL_SIZE: 3, DATABASE_PREPARED_STATEMENTS: false })
-  // Creates, one statement each (concurrent reads would share one).
-  const creates = await Promise.all(Array.from({ length: 12 }, async () => app.inject(post(tom))))
+  // Creates with an Idempotency-Key, a transaction each (concurrent reads, merges and plain creates would share statements).
+  const creates = await Promise.all(Array.from({ length: 12 }, async (_, index) => app.inject({ ...post(tom), headers: { ...json, 'idempotency-key': `key-${index}` } })))
   t.strictSame(creates.map((res) => res.statusCode), creates.map(() => 201))
   t.equal(proxy.openSockets, 6, 'three connections, each a client and an upstream socket at the proxy')
 })
