@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import Fastify, { type FastifyInstance } from 'fastify'
+import { Histogram, Registry } from 'prom-client'
 import { apiSecurityHeaders } from '../src/http/security-headers.js'
 import { CatReply, CreateCatBody, JSON_CONTENT_TYPE } from '../src/cats/schemas.js'
 
@@ -8,6 +9,8 @@ export interface FloorOptions {
   cats: number
   /** Send the service's security headers and a request id (a UUID) on every response. */
   headers: boolean
+  /** Observe each request's duration in a prom-client histogram by method, route and status, in an onResponse hook. */
+  metrics?: boolean
 }
 
 /**
@@ -18,7 +21,7 @@ export interface FloorOptions {
  * validated Fastify route has) around a Map. With `headers`, it adds only what
  * the service sends on every response. It tells how much of the
  * project/baseline ratio is Fastify itself and those headers, not the
- * service's own code.
+ * service's own code. With `metrics`, it adds what the service does per request with metrics on.
  */
 export function createFloorServer (options: FloorOptions): FastifyInstance {
   const app = Fastify({ logger: false, genReqId: options.headers ? () => randomUUID() : undefined })
@@ -28,6 +31,13 @@ export function createFloorServer (options: FloorOptions): FastifyInstance {
     const headers = apiSecurityHeaders()
     app.addHook('onRequest', (request, reply, done) => {
       reply.headers(headers).header('x-request-id', request.id)
+      done()
+    })
+  }
+  if (options.metrics === true) {
+    const duration = new Histogram({ name: 'floor_request_duration_seconds', help: 'Request duration', labelNames: ['method', 'route', 'status_code'], registers: [new Registry()] })
+    app.addHook('onResponse', (request, reply, done) => {
+      duration.observe({ method: request.method, route: request.routeOptions.url ?? 'unmatched', status_code: reply.statusCode }, reply.elapsedTime / 1000)
       done()
     })
   }

@@ -101,7 +101,7 @@ export interface StartupResult {
   pass: boolean
 }
 
-/** A scenario on five servers side by side: how much of the ratio is Fastify itself and the response headers. */
+/** A scenario on seven servers side by side: how much of the ratio is Fastify itself, the response headers and the metrics hook. */
 export interface FloorResult {
   title: string
   baseline: SideSummary
@@ -111,7 +111,11 @@ export interface FloorResult {
   bare: SideSummary
   /** The same plus the service's security headers and request id. */
   headers: SideSummary
+  /** The same plus the request-duration histogram the service observes with metrics on. */
+  headersMetrics: SideSummary
   project: SideSummary
+  /** The service with METRICS_ENABLED=true. */
+  projectMetrics: SideSummary
 }
 
 export interface BenchReport {
@@ -255,7 +259,9 @@ export function markdown (report: BenchReport): string {
         row('baseline without the security headers and request id (reported, not a target)', floor.bareBaseline),
         row('Fastify: these routes, no logger, no hooks (the create with the service\'s body and reply schemas)', floor.bare),
         row('the same + the service\'s security headers and request id', floor.headers),
-        row('the service', floor.project)
+        row('the same + a prom-client histogram observed in an onResponse hook, as the service with metrics on', floor.headersMetrics),
+        row('the service', floor.project),
+        row('the service with metrics on', floor.projectMetrics)
       ]
     ))
   }
