@@ -29,8 +29,8 @@ interface KeptKey {
  * Methods are synchronous; callers may await them like any CatsStore.
  */
 export class MemoryCatsStore implements CatsStore {
-  /** The stored cats in creation order. */
-  readonly #cats = new Set<StoredCat>()
+  /** The number of stored cats. */
+  #size = 0
   /** Every entry in creation order; removed ones stay until they are half of it, so a removal costs O(1) amortized. */
   #inCreationOrder: Entry[] = []
   #removedInOrder = 0
@@ -48,7 +48,7 @@ export class MemoryCatsStore implements CatsStore {
   }
 
   get size (): number {
-    return this.#cats.size
+    return this.#size
   }
 
   count (): number {
@@ -56,7 +56,9 @@ export class MemoryCatsStore implements CatsStore {
   }
 
   list (): StoredCat[] {
-    return Array.from(this.#cats)
+    const cats: StoredCat[] = []
+    for (const entry of this.#inCreationOrder) if (!entry.removed) cats.push(entry.cat)
+    return cats
   }
 
   page (after: number, limit: number): CatsPage {
@@ -86,7 +88,7 @@ export class MemoryCatsStore implements CatsStore {
     if (this.size >= this.#limits.maxCats) throw new CollectionFullError(this.#limits.maxCats)
     const cat: StoredCat = { id: nextCatId(this.size), name: fields.name, age: fields.age, breed: fields.breed }
     const entry: Entry = { position: ++this.#lastPosition, cat, json: JSON.stringify(cat), removed: false }
-    this.#cats.add(cat)
+    this.#size++
     this.#inCreationOrder.push(entry)
     let queue = this.#byId.get(cat.id)
     if (queue === undefined) {
@@ -128,7 +130,7 @@ export class MemoryCatsStore implements CatsStore {
     if (queue === undefined || entry === undefined) return
     queue.shift()
     if (queue.size === 0) this.#byId.delete(id)
-    this.#cats.delete(entry.cat)
+    this.#size--
     entry.removed = true
     this.#removedInOrder++
     if (this.#removedInOrder * 2 > this.#inCreationOrder.length) {
@@ -142,7 +144,7 @@ export class MemoryCatsStore implements CatsStore {
   }
 
   close (): void {
-    this.#cats.clear()
+    this.#size = 0
     this.#keys.clear()
     this.#inCreationOrder = []
     this.#removedInOrder = 0
