@@ -16,7 +16,9 @@ interface DataRow extends Record<string, unknown> {
   data: StoredCat
 }
 
+/** A cat cats_create_many created: its body's place in the batch (from 1), its record and that record's JSON text. */
 interface CreatedRow extends DataRow {
+  place: number
   json: string
 }
 
@@ -44,12 +46,6 @@ FROM page`
 /** The earliest created cat with the id $1: read, update and delete act on it. */
 const EARLIEST_WITH_ID = 'FROM cats WHERE id = $1 ORDER BY seq LIMIT 1'
 
-const CREATE = `
-WITH next AS (UPDATE cats_count SET count = count + 1 WHERE count < $1 RETURNING count)
-INSERT INTO cats (id, data)
-SELECT count, ('{"id":' || count || ',' || substr($2::text, 2))::json FROM next
-RETURNING data, data::text AS json`
-
 const REMOVE = `
 WITH gone AS (
   DELETE FROM cats WHERE seq = (SELECT seq ${EARLIEST_WITH_ID} FOR UPDATE) RETURNING seq
@@ -70,14 +66,13 @@ interface FoundRow extends Record<string, unknown> {
 /** Reads: at most 500 in one statement, as many statements at once as the pool has connections. */
 const READ_BATCHES = { maxBatchSize: 500 }
 
-/** POSTs in one round trip, many at once: ids, creation order and the collection limit as one create each (cats_create_many). */
+/**
+ * POSTs in one round trip, many at once (cats_create_many): ids, creation order and the collection limit as one
+ * create each. The count's row lock serializes creates across instances but is held only inside PostgreSQL.
+ */
 const CREATE_MANY: NamedStatement = {
   name: 'cats_create_many',
-  text: 'SELECT place::int AS place, cat_data AS data FROM cats_create_many($1, $2)'
-}
-
-interface PlacedRow extends DataRow {
-  place: number
+  text: 'SELECT place::int AS place, cat_data AS data, cat_data::text AS json FROM cats_create_many($1, $2)'
 }
 
 /**
@@ -170,13 +165,8 @@ export class SqlCatsStore implements CatsStore {
       })
       return outcomes
     }, MERGE_BATCHES)
-    this.#creates = batchedStatements<CreateCatBody, StoredCat>(async (cats) => {
-      const { maxCats } = this.#limits
-      const bodies = cats.map(({ name, age, breed }) => JSON.stringify({ name, age, breed }))
-      const rows = await this.#client.query<PlacedRow>(CREATE_MANY, [bodies, Math.min(maxCats, Number.MAX_SAFE_INTEGER)])
-      const created = new Map(rows.map((row) => [row.place, row.data]))
-      return cats.map((_, index) => created.get(index + 1) ?? new CollectionFullError(maxCats))
-    }, CREATE_BATCHES)
+    this.#creates = batchedStatements<CreateCatBody, StoredCat>(async (cats) =>
+      (await this.#insert(this.#client, cats)).map((row) => row?.data ?? new CollectionFullError(this.#limits.maxCats)), CREATE_BATCHES)
   }
 
   async count (): Promise<number> {
@@ -223,22 +213,22 @@ export class SqlCatsStore implements CatsStore {
         return { replayed: true as const, json: kept.response }
       }
       // In the same transaction: the key is committed with its cat or not at all.
-      const row = await this.#insert(tx, fields)
+      const [row] = await this.#insert(tx, [fields])
+      if (row === undefined) throw new CollectionFullError(this.#limits.maxCats)
       await tx.query('INSERT INTO idempotency_keys (scope, key, fingerprint, response, created_at_ms) VALUES ($1, $2, $3, $4, $5)', [scope, key, fingerprint, row.json, now])
       return { replayed: false as const, cat: row.data }
     }))
   }
 
   /**
-   * One statement: the cats_count row lock serializes creates across instances but is held only
-   * inside PostgreSQL. The JSON is built as JSON.stringify({ id, name, age, breed }) would write it.
+   * Creates the cats in the order given, in one statement; each one's row, or undefined past the collection
+   * limit. The database writes each JSON text as JSON.stringify({ id, name, age, breed }) would.
    */
-  async #insert (executor: SqlExecutor, fields: CreateCatBody): Promise<CreatedRow> {
-    const { maxCats } = this.#limits
-    const { name, age, breed } = fields
-    const [row] = await executor.query<CreatedRow>(CREATE, [Math.min(maxCats, Number.MAX_SAFE_INTEGER), JSON.stringify({ name, age, breed })])
-    if (row === undefined) throw new CollectionFullError(maxCats)
-    return row
+  async #insert (executor: SqlExecutor, cats: readonly CreateCatBody[]): Promise<Array<CreatedRow | undefined>> {
+    const bodies = cats.map(({ name, age, breed }) => JSON.stringify({ name, age, breed }))
+    const rows = await executor.query<CreatedRow>(CREATE_MANY, [bodies, Math.min(this.#limits.maxCats, Number.MAX_SAFE_INTEGER)])
+    const created = new Map(rows.map((row) => [row.place, row]))
+    return cats.map((_, index) => created.get(index + 1))
   }
 
   async update (id: number, fields: UpdateCatBody): Promise<StoredCat | undefined> {
