@@ -33,7 +33,7 @@ export const ConfigSchema = Type.Object({
     minimum: 1,
     maximum: 1000,
     default: 10,
-    description: 'Most connections each instance opens to a PostgreSQL server; more let more writes share one commit flush (keep instances × this under the server\'s `max_connections`)'
+    description: 'Most connections each instance opens to a PostgreSQL server: single-cat reads, updates and plain creates share a few batched statements, while deletes, list pages, creates with an Idempotency-Key and sessions take one each (keep instances × this under the server\'s `max_connections`)'
   }),
   DATABASE_PREPARED_STATEMENTS: Type.Boolean({
     default: true,
