@@ -21,23 +21,26 @@ export interface BatchOptions {
  */
 export function batchedStatements<Item, Answer> (run: (items: readonly Item[]) => Promise<Array<Answer | Error>>, options: BatchOptions): DataLoader<Item, Answer> {
   const { maxBatchSize, maxInFlight = Infinity, maxWaitMs = 0 } = options
+  // Batches sent and not yet answered, counted from the moment one is given its turn: several batches can be
+  // formed in one turn of the event loop (more items than maxBatchSize), and only maxInFlight of them may go.
   let inFlight = 0
   const waiting = new Set<() => void>()
   const schedule = (send: () => void): void => {
     if (inFlight < maxInFlight) {
+      inFlight++
       setImmediate(send)
       return
     }
     const go = (): void => {
       clearTimeout(timer)
       waiting.delete(go)
+      inFlight++
       send()
     }
     const timer = setTimeout(go, maxWaitMs)
     waiting.add(go)
   }
   return new DataLoader(async (items) => {
-    inFlight++
     try {
       return await run(items)
     } finally {

@@ -45,6 +45,22 @@ t.test('with maxInFlight, what arrives while the statements run waits and goes a
   t.strictSame(await Promise.all([...waiting, later]), [20, 30, 40])
 })
 
+t.test('with maxInFlight, the batches formed in one turn (more items than maxBatchSize) take turns too', async (t) => {
+  const { batches, pending, run } = recorder()
+  const loader = batchedStatements(run, { maxBatchSize: 2, maxInFlight: 1, maxWaitMs: 10_000 })
+  const answers = Promise.all([1, 2, 3, 4, 5].map((item) => loader.load(item)))
+  await sleep(5)
+  t.strictSame(batches, [[1, 2]], 'one statement at a time')
+  pending[0].resolve()
+  await sleep(5)
+  t.strictSame(batches, [[1, 2], [3, 4]])
+  pending[1].resolve()
+  await sleep(5)
+  t.strictSame(batches, [[1, 2], [3, 4], [5]])
+  pending[2].resolve()
+  t.strictSame(await answers, [10, 20, 30, 40, 50])
+})
+
 t.test('a batch waits at most maxWaitMs for a statement that does not end', async (t) => {
   const { batches, pending, run } = recorder()
   const loader = batchedStatements(run, { maxBatchSize: 100, maxInFlight: 1, maxWaitMs: 50 })
