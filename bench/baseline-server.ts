@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto'
 import { createServer, STATUS_CODES, type IncomingMessage, type OutgoingHttpHeaders, type Server, type ServerResponse } from 'node:http'
 import { createSigner, createVerifier } from 'fast-jwt'
 import { HashQueue } from '../src/auth/hash-queue.js'
+import { PasswordWorkers } from '../src/auth/password-workers.js'
 import { MemoryCatsStore } from '../src/cats/memory-cats-store.js'
 import { DEMO_USERS } from '../src/auth/demo-users.js'
 import { findMergeProblems } from '../src/cats/merge-safety.js'
@@ -160,7 +161,9 @@ export function createBaselineServer (options: BaselineOptions): Server {
   const catsMax = options.catsMax ?? 100_000
   const bodyLimit = options.bodyLimit ?? 16_384
   const hashQueue = new HashQueue(options.hashConcurrency ?? 2, options.hashQueueMax ?? 100, 3000, { whenFull: busy, whenLate: busy, whenAbandoned: busy })
-  const users = new UserStore(DEMO_USERS, hashQueue)
+  const passwords = new PasswordWorkers(options.hashConcurrency ?? 2)
+  server.on('close', () => passwords.close())
+  const users = new UserStore(DEMO_USERS, hashQueue, passwords)
   const cats = new MemoryCatsStore()
   const sign = createSigner({ key: options.jwtSecret, algorithm: 'HS256', expiresIn: expiresIn * 1000 })
   const verify: (token: string) => JsonObject = createVerifier({

@@ -1,5 +1,6 @@
 import fp from 'fastify-plugin'
 import { HashQueue } from '../src/auth/hash-queue.js'
+import { PasswordWorkers } from '../src/auth/password-workers.js'
 import { LoginAbandoned, LoginWaitedTooLong, TooManyLoginsInProgress } from '../src/http/errors.js'
 import { DEMO_USERS } from '../src/auth/demo-users.js'
 import { UserStore } from '../src/auth/users.js'
@@ -31,5 +32,8 @@ export default fp<AppOptions>(async (fastify, opts) => {
     whenLate: () => new LoginWaitedTooLong(),
     whenAbandoned: () => new LoginAbandoned()
   }, fastify.metrics?.hashQueue)
-  fastify.decorate('users', new UserStore(chooseUsers(fastify, opts), hashQueue))
+  const passwords = new PasswordWorkers(HASH_CONCURRENCY)
+  // Fastify closes the server, and so waits for logins in flight, before it runs onClose hooks.
+  fastify.addHook('onClose', () => passwords.close())
+  fastify.decorate('users', new UserStore(chooseUsers(fastify, opts), hashQueue, passwords))
 }, { name: 'users', dependencies: ['config', 'metrics'] })

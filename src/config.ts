@@ -77,7 +77,7 @@ export const ConfigSchema = Type.Object({
   LOGIN_CLIENT_FAILURE_WINDOW: Type.String({ ...Duration, default: '15m', description: 'The window in which a client address\'s failures count' }),
   REFRESH_TOKENS: Type.Boolean({ default: false, description: '`true`: login also returns a `refresh_token`, exchanged at `POST /auth/refresh` (see Sessions)' }),
   REFRESH_TOKEN_TTL: Type.String({ ...Duration, default: '30d', description: 'Lifetime of a refresh token: a whole number and `s`, `m`, `h` or `d`' }),
-  HASH_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 2, description: 'Password hashes computed at once' }),
+  HASH_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 2, description: 'Password hashes computed at once, each on its own worker thread (at below-normal CPU priority on Linux)' }),
   HASH_QUEUE_MAX: Type.Integer({ minimum: 0, default: 100, description: 'Logins waiting for a hash; beyond that 503' }),
   HASH_QUEUE_WAIT_MS: Type.Integer({ minimum: 1, default: 3000, description: 'Longest a login waits for a hash, in milliseconds; beyond that 503 with Retry-After' }),
   CONNECTION_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 30_000, description: 'Idle socket timeout, in milliseconds' }),

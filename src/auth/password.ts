@@ -1,4 +1,4 @@
-import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto'
+import { randomBytes, scrypt, scryptSync, timingSafeEqual, type ScryptOptions } from 'node:crypto'
 
 export interface ScryptParams {
   /** log2 of the CPU/memory cost N */
@@ -22,11 +22,14 @@ const MAX_P = 16
 // A 32-byte key is 43 base64 characters without padding; other lengths are refused.
 const PHC_PATTERN = /^\$scrypt\$ln=([0-9]{1,2}),r=([0-9]{1,2}),p=([0-9]{1,2})\$([A-Za-z0-9+/]{16,})\$([A-Za-z0-9+/]{43})$/
 
-function derive (password: string, salt: Buffer, keyLength: number, { ln, r, p }: ScryptParams): Promise<Buffer> {
+function scryptOptions ({ ln, r, p }: ScryptParams): ScryptOptions {
   const N = 2 ** ln
-  const options: ScryptOptions = { N, r, p, maxmem: 256 * N * r + 1024 * 1024 }
+  return { N, r, p, maxmem: 256 * N * r + 1024 * 1024 }
+}
+
+function derive (password: string, salt: Buffer, keyLength: number, params: ScryptParams): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    scrypt(password.normalize('NFC'), salt, keyLength, options, (error, key) => {
+    scrypt(password.normalize('NFC'), salt, keyLength, scryptOptions(params), (error, key) => {
       if (error === null) resolve(key)
       else reject(error)
     })
@@ -58,10 +61,14 @@ export function parseHash (encoded: string): ParsedHash | undefined {
   return inRange ? { params, salt: Buffer.from(salt, 'base64'), key: Buffer.from(key, 'base64') } : undefined
 }
 
-/** Checks a password against a stored hash in constant time. */
-export async function verifyPassword (password: string, encoded: string): Promise<boolean> {
+/**
+ * Checks a password against a stored hash in constant time. It holds its thread
+ * for the whole hash (tens of milliseconds at the default cost), so the service
+ * runs it on its password workers, never on the event loop.
+ */
+export function checkPassword (password: string, encoded: string): boolean {
   const parsed = parseHash(encoded)
   if (parsed === undefined) return false
-  const key = await derive(password, parsed.salt, KEY_LENGTH, parsed.params)
+  const key = scryptSync(password.normalize('NFC'), parsed.salt, KEY_LENGTH, scryptOptions(parsed.params))
   return timingSafeEqual(key, parsed.key)
 }
