@@ -163,7 +163,7 @@ export function createBaselineServer (options: BaselineOptions): Server {
   const hashQueue = new HashQueue(options.hashConcurrency ?? 2, options.hashQueueMax ?? 100, 3000, { whenFull: busy, whenLate: busy, whenAbandoned: busy })
   const passwords = new PasswordWorkers(options.hashConcurrency ?? 2)
   server.on('close', () => passwords.close())
-  const users = new UserStore(DEMO_USERS, hashQueue, passwords)
+  const users = new UserStore(DEMO_USERS, hashQueue, passwords.derive)
   const cats = new MemoryCatsStore()
   const sign = createSigner({ key: options.jwtSecret, algorithm: 'HS256', expiresIn: expiresIn * 1000 })
   const verify: (token: string) => JsonObject = createVerifier({

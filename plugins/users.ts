@@ -35,5 +35,5 @@ export default fp<AppOptions>(async (fastify, opts) => {
   const passwords = new PasswordWorkers(HASH_CONCURRENCY)
   // Fastify closes the server, and so waits for logins in flight, before it runs onClose hooks.
   fastify.addHook('onClose', () => passwords.close())
-  fastify.decorate('users', new UserStore(chooseUsers(fastify, opts), hashQueue, passwords))
+  fastify.decorate('users', new UserStore(chooseUsers(fastify, opts), hashQueue, passwords.derive))
 }, { name: 'users', dependencies: ['config', 'metrics'] })

@@ -52,9 +52,7 @@ const ownLocation: Plugin = {
 rmSync(outdir, { recursive: true, force: true })
 const { metafile } = await build({
   absWorkingDir: root,
-  // The password workers find their thread's file beside their own code (see below), so their code must go
-  // into src/ too: as a second entry point it is shared code, which goes into a chunk there.
-  entryPoints: ['src/server.ts', 'src/auth/password-workers.ts', ...sources('plugins'), ...sources('routes')],
+  entryPoints: ['src/server.ts', ...sources('plugins'), ...sources('routes')],
   outdir,
   outbase: '.',
   // Beside server.js, so code that finds files from its own folder (see below) finds the same ones in any chunk.
@@ -77,29 +75,15 @@ const { metafile } = await build({
 
 /** The output file that holds a source module's code. */
 function outputOf (source: string): string {
-  const found = Object.entries(metafile.outputs).find(([, output]) => (output.inputs[source]?.bytesInOutput ?? 0) > 0)
+  const found = Object.entries(metafile.outputs).find(([, output]) => source in output.inputs)
   if (found === undefined) throw new Error(`${source} is not in the bundle`)
   return join(root, found[0])
 }
 
 // These modules find files from their own folder, as they do in dist/src/: the app autoloads ../plugins
-// and ../routes, the migrations runner reads migrations/ beside itself, the password workers start
-// password-worker.js beside themselves. So their code must sit in src/.
-for (const source of ['src/app.ts', 'src/cats/sql-migrations.ts', 'src/auth/password-workers.ts']) {
+// and ../routes, the migrations runner reads migrations/ beside itself. So their code must sit in src/.
+for (const source of ['src/app.ts', 'src/cats/sql-migrations.ts']) {
   const folder = dirname(outputOf(source))
   if (folder !== join(outdir, 'src')) throw new Error(`${source} was bundled into ${relative(root, folder)}, not dist/server/src`)
 }
 cpSync(join(root, 'src', 'cats', 'migrations'), join(outdir, 'src', 'migrations'), { recursive: true })
-
-// The password workers' thread, bundled on its own: it needs none of the server's code but its own.
-await build({
-  absWorkingDir: root,
-  entryPoints: ['src/auth/password-worker.ts'],
-  outfile: join(outdir, 'src', 'password-worker.js'),
-  bundle: true,
-  format: 'esm',
-  platform: 'node',
-  target: 'node20',
-  sourcemap: true,
-  logLevel: 'warning'
-})

@@ -4,7 +4,7 @@ import { once } from 'node:events'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { PGlite } from '@electric-sql/pglite'
-import { checkPassword } from '../src/auth/password.js'
+import { verifyPassword } from '../src/auth/password.js'
 import { TEST_SECRET } from './support/app.js'
 import { renderConfigTable, renderEnvExample } from '../src/config-docs.js'
 import { closedPort } from './support/ports.js'
@@ -97,8 +97,8 @@ t.test('hash-password reads standard input and prints a hash that verifies', asy
   t.equal(code, 0)
   const hash = stdout.trim()
   t.match(hash, /^\$scrypt\$ln=14,r=8,p=5\$/)
-  t.ok(checkPassword('correct horse', hash), 'the trailing newline is not part of the password')
-  t.notOk(checkPassword('wrong', hash))
+  t.ok(await verifyPassword('correct horse', hash), 'the trailing newline is not part of the password')
+  t.notOk(await verifyPassword('wrong', hash))
   const empty = await runCli('hash-password.js', [], '')
   t.equal(empty.code, 1)
   t.match(empty.stderr, /Usage/)

@@ -1,4 +1,4 @@
-import { randomBytes, scrypt, scryptSync, timingSafeEqual, type ScryptOptions } from 'node:crypto'
+import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto'
 
 export interface ScryptParams {
   /** log2 of the CPU/memory cost N */
@@ -22,18 +22,20 @@ const MAX_P = 16
 // A 32-byte key is 43 base64 characters without padding; other lengths are refused.
 const PHC_PATTERN = /^\$scrypt\$ln=([0-9]{1,2}),r=([0-9]{1,2}),p=([0-9]{1,2})\$([A-Za-z0-9+/]{16,})\$([A-Za-z0-9+/]{43})$/
 
-function scryptOptions ({ ln, r, p }: ScryptParams): ScryptOptions {
-  const N = 2 ** ln
-  return { N, r, p, maxmem: 256 * N * r + 1024 * 1024 }
-}
+/** Computes scrypt(password, salt) with these options. */
+export type DeriveKey = (password: string, salt: Buffer, keyLength: number, options: ScryptOptions) => Promise<Buffer>
 
-function derive (password: string, salt: Buffer, keyLength: number, params: ScryptParams): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    scrypt(password.normalize('NFC'), salt, keyLength, scryptOptions(params), (error, key) => {
-      if (error === null) resolve(key)
-      else reject(error)
-    })
+/** scrypt on libuv's thread pool, at the process's priority. */
+export const deriveOnThreadPool: DeriveKey = (password, salt, keyLength, options) => new Promise((resolve, reject) => {
+  scrypt(password, salt, keyLength, options, (error, key) => {
+    if (error === null) resolve(key)
+    else reject(error)
   })
+})
+
+function derive (password: string, salt: Buffer, keyLength: number, { ln, r, p }: ScryptParams, deriveKey: DeriveKey): Promise<Buffer> {
+  const N = 2 ** ln
+  return deriveKey(password.normalize('NFC'), salt, keyLength, { N, r, p, maxmem: 256 * N * r + 1024 * 1024 })
 }
 
 const toB64 = (buffer: Buffer): string => buffer.toString('base64').replace(/=+$/, '')
@@ -41,7 +43,7 @@ const toB64 = (buffer: Buffer): string => buffer.toString('base64').replace(/=+$
 /** Hashes a password into a self-describing PHC string: `$scrypt$ln=14,r=8,p=5$<salt>$<hash>`. */
 export async function hashPassword (password: string, params: ScryptParams = DEFAULT_SCRYPT_PARAMS): Promise<string> {
   const salt = randomBytes(SALT_LENGTH)
-  const key = await derive(password, salt, KEY_LENGTH, params)
+  const key = await derive(password, salt, KEY_LENGTH, params, deriveOnThreadPool)
   return `$scrypt$ln=${params.ln},r=${params.r},p=${params.p}$${toB64(salt)}$${toB64(key)}`
 }
 
@@ -61,14 +63,10 @@ export function parseHash (encoded: string): ParsedHash | undefined {
   return inRange ? { params, salt: Buffer.from(salt, 'base64'), key: Buffer.from(key, 'base64') } : undefined
 }
 
-/**
- * Checks a password against a stored hash in constant time. It holds its thread
- * for the whole hash (tens of milliseconds at the default cost), so the service
- * runs it on its password workers, never on the event loop.
- */
-export function checkPassword (password: string, encoded: string): boolean {
+/** Checks a password against a stored hash in constant time, deriving its key with `deriveKey`. */
+export async function verifyPassword (password: string, encoded: string, deriveKey: DeriveKey = deriveOnThreadPool): Promise<boolean> {
   const parsed = parseHash(encoded)
   if (parsed === undefined) return false
-  const key = scryptSync(password.normalize('NFC'), parsed.salt, KEY_LENGTH, scryptOptions(parsed.params))
+  const key = await derive(password, parsed.salt, KEY_LENGTH, parsed.params, deriveKey)
   return timingSafeEqual(key, parsed.key)
 }

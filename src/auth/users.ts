@@ -1,12 +1,7 @@
 import type { UserId } from './schemas.js'
-import { parseHash } from './password.js'
+import { parseHash, verifyPassword, type DeriveKey } from './password.js'
 import type { UserRecord } from './users-file.js'
 import type { HashQueue } from './hash-queue.js'
-
-/** Checks a password against a stored hash off the event loop (PasswordWorkers does). */
-export interface PasswordChecker {
-  check: (password: string, encoded: string) => Promise<boolean>
-}
 
 // Verified when a username is unknown, so that case costs as much as a wrong password.
 const DUMMY_HASH = '$scrypt$ln=14,r=8,p=5$6MYwn4R6aYi+BUlQScO3UA$cq0/cC9zh6nSSFp+7Vvt2UhnQYZN+Rt39D3ejUJdzGE'
@@ -15,10 +10,10 @@ export class UserStore {
   readonly #byUsername = new Map<string, UserRecord>()
   readonly #byId = new Map<UserId, UserRecord>()
   readonly #hashQueue: HashQueue
-  readonly #passwords: PasswordChecker
+  readonly #deriveKey: DeriveKey
 
   /** Throws when ids or usernames repeat or a hash is not a valid scrypt string. */
-  constructor (users: readonly UserRecord[], hashQueue: HashQueue, passwords: PasswordChecker) {
+  constructor (users: readonly UserRecord[], hashQueue: HashQueue, deriveKey: DeriveKey) {
     for (const user of users) {
       if (this.#byId.has(user.id)) throw new Error(`duplicate user id ${JSON.stringify(user.id)}`)
       if (this.#byUsername.has(user.username)) throw new Error(`duplicate username "${user.username}"`)
@@ -27,7 +22,7 @@ export class UserStore {
       this.#byUsername.set(user.username, user)
     }
     this.#hashQueue = hashQueue
-    this.#passwords = passwords
+    this.#deriveKey = deriveKey
   }
 
   findById (id: UserId): UserRecord | undefined {
@@ -40,7 +35,7 @@ export class UserStore {
    */
   async verifyCredentials (username: string, password: string, signal?: AbortSignal): Promise<UserRecord | undefined> {
     const user = this.#byUsername.get(username)
-    const matches = await this.#hashQueue.run(() => this.#passwords.check(password, user?.passwordHash ?? DUMMY_HASH), signal)
+    const matches = await this.#hashQueue.run(() => verifyPassword(password, user?.passwordHash ?? DUMMY_HASH, this.#deriveKey), signal)
     return matches ? user : undefined
   }
 }

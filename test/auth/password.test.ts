@@ -1,6 +1,6 @@
 import t from 'tap'
 import * as crypto from 'node:crypto'
-import { DEFAULT_SCRYPT_PARAMS, hashPassword, parseHash, checkPassword, type ScryptParams } from '../../src/auth/password.js'
+import { DEFAULT_SCRYPT_PARAMS, hashPassword, parseHash, verifyPassword, type ScryptParams } from '../../src/auth/password.js'
 
 /** Cheap parameters: a hash in a few milliseconds. */
 const FAST: ScryptParams = { ln: 10, r: 8, p: 1 }
@@ -13,7 +13,7 @@ t.test('DEFAULT_SCRYPT_PARAMS are ln=14, r=8, p=5 (OWASP equivalent of N=2^17, r
 t.test('hashPassword with no params uses the defaults and verifies', async (t) => {
   const hash = await hashPassword('correct horse')
   t.match(hash, /^\$scrypt\$ln=14,r=8,p=5\$/)
-  t.equal(checkPassword('correct horse', hash), true)
+  t.equal(await verifyPassword('correct horse', hash), true)
 })
 
 t.test('hashPassword writes a self-describing PHC string $scrypt$ln=..,r=..,p=..$salt$hash', async (t) => {
@@ -37,33 +37,33 @@ t.test('other params are recorded as given', async (t) => {
   const hash = await hashPassword('x', { ln: 4, r: 2, p: 3 })
   t.match(hash, /^\$scrypt\$ln=4,r=2,p=3\$/)
   t.strictSame(parseHash(hash)?.params, { ln: 4, r: 2, p: 3 })
-  t.equal(checkPassword('x', hash), true)
+  t.equal(await verifyPassword('x', hash), true)
 })
 
-t.test('checkPassword: true for the right password, false for any other', async (t) => {
+t.test('verifyPassword: true for the right password, false for any other', async (t) => {
   const hash = await hashPassword('changeme', FAST)
-  t.equal(checkPassword('changeme', hash), true)
+  t.equal(await verifyPassword('changeme', hash), true)
   for (const wrong of ['Changeme', 'changeme ', 'changem', '', 'changemechangeme']) {
-    t.equal(checkPassword(wrong, hash), false, `wrong password ${JSON.stringify(wrong)}`)
+    t.equal(await verifyPassword(wrong, hash), false, `wrong password ${JSON.stringify(wrong)}`)
   }
 })
 
-t.test('checkPassword: the empty password and long passwords work', async (t) => {
+t.test('verifyPassword: the empty password and long passwords work', async (t) => {
   const empty = await hashPassword('', FAST)
-  t.equal(checkPassword('', empty), true)
-  t.equal(checkPassword(' ', empty), false)
+  t.equal(await verifyPassword('', empty), true)
+  t.equal(await verifyPassword(' ', empty), false)
   const long = 'p'.repeat(1024)
   const longHash = await hashPassword(long, FAST)
-  t.equal(checkPassword(long, longHash), true)
-  t.equal(checkPassword(long.slice(1), longHash), false)
+  t.equal(await verifyPassword(long, longHash), true)
+  t.equal(await verifyPassword(long.slice(1), longHash), false)
 })
 
 t.test('passwords are NFC-normalized: composed and decomposed forms match', async (t) => {
   const composed = 'caf\u00e9'
   const decomposed = 'cafe\u0301'
   const hash = await hashPassword(composed, FAST)
-  t.equal(checkPassword(decomposed, hash), true)
-  t.equal(checkPassword('cafe', hash), false)
+  t.equal(await verifyPassword(decomposed, hash), true)
+  t.equal(await verifyPassword('cafe', hash), false)
 })
 
 t.test('every hash gets its own salt', async (t) => {
@@ -72,7 +72,7 @@ t.test('every hash gets its own salt', async (t) => {
   const keys = hashes.map((hash) => hash.split('$')[4])
   t.equal(new Set(salts).size, 4, 'four different salts')
   t.equal(new Set(keys).size, 4, 'so four different keys')
-  for (const hash of hashes) t.equal(checkPassword('same password', hash), true)
+  for (const hash of hashes) t.equal(await verifyPassword('same password', hash), true)
 })
 
 t.test('parseHash returns the params, salt and key of a valid hash', async (t) => {
@@ -140,7 +140,7 @@ t.test('parseHash rejects malformed strings', async (t) => {
   }
 })
 
-t.test('checkPassword on a malformed or out-of-range hash returns false', async (t) => {
+t.test('verifyPassword on a malformed or out-of-range hash returns false', async (t) => {
   const good = await hashPassword('pw', FAST)
   const cases = {
     empty: '',
@@ -152,7 +152,7 @@ t.test('checkPassword on a malformed or out-of-range hash returns false', async 
     'p too large': good.replace('p=1', 'p=17')
   }
   for (const [name, hash] of Object.entries(cases)) {
-    t.equal(checkPassword('pw', hash), false, name)
+    t.equal(await verifyPassword('pw', hash), false, name)
   }
 })
 
@@ -160,24 +160,24 @@ t.test('a stored key of another length than 32 bytes is refused', async (t) => {
   const hash = await hashPassword('pw', FAST)
   const shorter = hash.slice(0, -11) // 32-byte key cut to 32 base64 characters = 24 bytes
   t.equal(parseHash(shorter), undefined)
-  t.equal(checkPassword('pw', shorter), false, 'even the right password does not match a truncated key')
+  t.equal(await verifyPassword('pw', shorter), false, 'even the right password does not match a truncated key')
 })
 
-t.test('checkPassword is false when the recorded params differ from the ones used', async (t) => {
+t.test('verifyPassword is false when the recorded params differ from the ones used', async (t) => {
   const hash = await hashPassword('pw', FAST)
-  t.equal(checkPassword('pw', hash.replace('ln=10', 'ln=11')), false, 'a different N')
-  t.equal(checkPassword('pw', hash.replace('p=1', 'p=2')), false, 'a different p')
+  t.equal(await verifyPassword('pw', hash.replace('ln=10', 'ln=11')), false, 'a different N')
+  t.equal(await verifyPassword('pw', hash.replace('p=1', 'p=2')), false, 'a different p')
 })
 
-t.test('checkPassword is false when the salt or key is changed', async (t) => {
+t.test('verifyPassword is false when the salt or key is changed', async (t) => {
   const hash = await hashPassword('pw', FAST)
   const [, , params, salt, key] = hash.split('$')
   const flip = (text: string): string => (text[0] === 'A' ? 'B' : 'A') + text.slice(1)
-  t.equal(checkPassword('pw', `$scrypt$${params}$${flip(salt)}$${key}`), false, 'other salt')
-  t.equal(checkPassword('pw', `$scrypt$${params}$${salt}$${flip(key)}`), false, 'other key')
+  t.equal(await verifyPassword('pw', `$scrypt$${params}$${flip(salt)}$${key}`), false, 'other salt')
+  t.equal(await verifyPassword('pw', `$scrypt$${params}$${salt}$${flip(key)}`), false, 'other key')
 })
 
-t.test('a failure inside scrypt rejects hashPassword instead of hanging', async (t) => {
+t.test('a failure inside scrypt rejects hashPassword and verifyPassword instead of hanging', async (t) => {
   const failure = new Error('scrypt failed')
   const failingScrypt = (_password: crypto.BinaryLike, _salt: crypto.BinaryLike, _length: number, _options: crypto.ScryptOptions,
     callback: (error: Error | null, key: Buffer) => void): void => {
@@ -186,5 +186,7 @@ t.test('a failure inside scrypt rejects hashPassword instead of hanging', async 
   const password = await t.mockImport<typeof import('../../src/auth/password.js')>('../../src/auth/password.js', {
     'node:crypto': { ...crypto, scrypt: failingScrypt }
   })
+  const good = await hashPassword('pw', FAST)
   await t.rejects(password.hashPassword('pw', FAST), failure)
+  await t.rejects(password.verifyPassword('pw', good), failure)
 })

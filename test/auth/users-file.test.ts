@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { HashQueue } from '../../src/auth/hash-queue.js'
-import { checkPassword, hashPassword, type ScryptParams } from '../../src/auth/password.js'
+import { deriveOnThreadPool, hashPassword, type ScryptParams } from '../../src/auth/password.js'
 import { loadUsersFile, type UserRecord } from '../../src/auth/users-file.js'
 import { UserStore } from '../../src/auth/users.js'
 
@@ -41,7 +41,7 @@ t.test('loadUsersFile accepts a valid file', async (t) => {
   const path = tempFile(t, JSON.stringify(users, null, 2))
   const loaded = loadUsersFile(path)
   t.strictSame(loaded, users)
-  const store = new UserStore(loaded, newQueue(), { check: async (password, encoded) => checkPassword(password, encoded) })
+  const store = new UserStore(loaded, newQueue(), deriveOnThreadPool)
   t.equal((await store.verifyCredentials('alice', 'alice-password'))?.id, 1)
   t.equal(store.findById('uuid-42')?.username, 'carol')
 })
