@@ -3,11 +3,11 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import t, { type Test } from 'tap'
 import Fastify, { type FastifyInstance, type InjectOptions } from 'fastify'
 import fp from 'fastify-plugin'
-import pg from 'pg'
 import serviceApp from '../src/app.js'
 import type { ConfigInput } from '../src/config.js'
 import { logCapture, testConfig } from './support/app.js'
 import { TcpProxy } from './support/tcp-proxy.js'
+import { adminClient, freshServerSchema, urlWithSchema } from './support/sql-schemas.js'
 
 // Every request ends within 5 s with a 503, Retry-After and a code when PostgreSQL or Redis
 // refuses connections, drops them or goes silent (a proxy that holds every byte); readiness
@@ -65,20 +65,11 @@ if (TEST_DATABASE_URL === undefined) {
 } else {
   const target = new URL(TEST_DATABASE_URL)
   t.test('PostgreSQL silent, dropped or refusing: 503 within 5 s, readiness says so, one log line each way', async (t) => {
-    const schema = `cats_outage_${randomBytes(6).toString('hex')}`
-    const admin = new pg.Client(TEST_DATABASE_URL)
-    await admin.connect()
-    await admin.query(`CREATE SCHEMA ${schema}`)
-    t.teardown(async () => {
-      await admin.query(`DROP SCHEMA ${schema} CASCADE`)
-      await admin.end()
-    })
+    const schema = await freshServerSchema(t, await adminClient(t, TEST_DATABASE_URL), 'cats_outage')
     const proxy = new TcpProxy(target)
     await proxy.start()
     t.teardown(() => proxy.stop())
-    const url = new URL(proxy.url(target))
-    url.searchParams.set('options', `-c search_path=${schema}`)
-    const { app, log } = await appWithLog(t, { DATABASE_URL: url.href })
+    const { app, log } = await appWithLog(t, { DATABASE_URL: urlWithSchema(proxy.url(target), schema) })
 
     t.equal((await app.inject(catRoutes[2])).statusCode, 201)
     t.strictSame((await readiness(app)).body, { ready: true })

@@ -9,6 +9,7 @@ import { isDeepStrictEqual } from 'node:util'
 import pg from 'pg'
 import { hashPassword } from '../src/auth/password.js'
 import { baseEnv, serverFile } from './support/server.js'
+import { urlWithSchema } from './support/sql-schemas.js'
 
 // Two compiled servers (and restarts of one) against the same storage: what one
 // process cannot show. PostgreSQL and Redis parts run when CI finds those servers
@@ -124,11 +125,6 @@ async function mapLimit<T, R> (items: readonly T[], limit: number, work: (item: 
   }
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, runner))
   return results
-}
-
-/** A PostgreSQL URL whose connections use `schema` (libpq `options`, supported by node-postgres). */
-function urlWithSchema (url: string, schema: string): string {
-  return `${url}${url.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`
 }
 
 /** A fresh, uniquely named schema in the test database, dropped on teardown. */

@@ -1,6 +1,5 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
 import t, { type Test } from 'tap'
-import pg from 'pg'
 import Fastify from 'fastify'
 import { Redis } from 'ioredis'
 import { pgliteClient, postgresClient, type SqlClient } from '../../src/cats/sql-client.js'
@@ -14,7 +13,7 @@ import { testRedis } from '../support/redis.js'
 import { SessionStoreUnavailableError } from '../../src/auth/session-errors.js'
 import { closedPort } from '../support/ports.js'
 import { logCapture } from '../support/app.js'
-import { freshSchemaName as freshSchemaNameFor, freshSchemaOn } from '../support/sql-schemas.js'
+import { adminClient, freshSchemaOn, freshServerSchema, urlWithSchema } from '../support/sql-schemas.js'
 
 /**
  * One contract for the denylist and one for the refresh tokens, run unchanged
@@ -182,7 +181,6 @@ function sqlSuites (t: Test, openSchema: Open<SqlClient>): void {
 // Starting a PGlite takes seconds: it starts now.
 const inProcess = pgliteClient('memory')
 t.teardown(async () => (await inProcess).close())
-const freshSchemaName = (): string => freshSchemaNameFor('sessions_test')
 
 t.test('PGlite in process', async (t) => {
   const shared = await inProcess
@@ -211,19 +209,11 @@ if (TEST_DATABASE_URL === undefined || TEST_DATABASE_URL === '') {
 } else {
   const serverUrl = TEST_DATABASE_URL
   t.test('PostgreSQL server at TEST_DATABASE_URL', async (t) => {
-    const admin = new pg.Client(serverUrl)
-    await admin.connect()
-    t.teardown(() => admin.end())
+    const admin = await adminClient(t, serverUrl)
     sqlSuites(t, async (t) => {
-      const schema = freshSchemaName()
-      await admin.query(`CREATE SCHEMA ${schema}`)
-      const url = new URL(serverUrl)
-      url.searchParams.set('options', `-c search_path=${schema}`)
-      const client = await postgresClient(url.href)
-      t.teardown(async () => {
-        await client.close()
-        await admin.query(`DROP SCHEMA ${schema} CASCADE`)
-      })
+      const schema = await freshServerSchema(t, admin, 'sessions_test')
+      const client = await postgresClient(urlWithSchema(serverUrl, schema))
+      t.teardown(() => client.close())
       return client
     })
   })

@@ -1,5 +1,4 @@
 import t, { type Test } from 'tap'
-import pg from 'pg'
 import { PGlite } from '@electric-sql/pglite'
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket'
 import { MemoryCatsStore } from '../../src/cats/memory-cats-store.js'
@@ -9,7 +8,7 @@ import { pgliteClient, postgresClient, type SqlClient } from '../../src/cats/sql
 import { SqlCatsStore } from '../../src/cats/sql-cats-store.js'
 import { migrate } from '../../src/cats/sql-migrations.js'
 import type { CreateCatBody, StoredCat, UpdateCatBody } from '../../src/cats/schemas.js'
-import { freshSchemaName as freshSchemaNameFor, freshSchemaOn } from '../support/sql-schemas.js'
+import { adminClient, freshSchemaName, freshSchemaOn, freshServerSchema, urlWithSchema } from '../support/sql-schemas.js'
 
 /**
  * One contract for every CatsStore, run unchanged
@@ -27,9 +26,6 @@ const copy = <T>(value: T): T => structuredClone(value)
 const namesOf = async (store: CatsStore): Promise<unknown[]> => (await store.list()).map((stored) => stored.name)
 const idsOf = async (store: CatsStore): Promise<number[]> => (await store.list()).map((stored) => stored.id)
 const limits = (overrides: Partial<StoreLimits>): StoreLimits => ({ ...NO_LIMITS, ...overrides })
-
-/** A schema name no other test file or run uses. */
-const freshSchemaName = (): string => freshSchemaNameFor('cats_test')
 
 /** The contract. `openSchema` adds the migration cases, which only SQL stores have. */
 function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFactory): void {
@@ -393,7 +389,7 @@ t.test('SqlCatsStore over node-postgres, to a PGlite socket server', async (t) =
   // The socket server gives every connection the same PGlite session, so its search_path is set there
   // (and two connections' named statements would collide there).
   const openSchema: SchemaFactory = async (t) => {
-    const schema = freshSchemaName()
+    const schema = freshSchemaName('cats_test')
     await db.exec(`CREATE SCHEMA ${schema}; SET search_path TO ${schema}`)
     const client = await postgresClient(url, { preparedStatements: false })
     t.teardown(async () => {
@@ -405,30 +401,17 @@ t.test('SqlCatsStore over node-postgres, to a PGlite socket server', async (t) =
   contractSuite(t, sqlStores(openSchema), openSchema)
 })
 
-/** The server URL with every connection's search_path set to the schema. */
-function urlWithSchema (databaseUrl: string, schema: string): string {
-  const url = new URL(databaseUrl)
-  url.searchParams.set('options', `-c search_path=${schema}`)
-  return url.href
-}
-
 const serverUrl = process.env.TEST_DATABASE_URL
 if (serverUrl === undefined || serverUrl === '') {
   t.comment('TEST_DATABASE_URL is not set: the PostgreSQL server run of the contract suite was skipped')
 } else {
   t.test('SqlCatsStore over node-postgres, to the PostgreSQL server at TEST_DATABASE_URL', async (t) => {
-    const admin = new pg.Client(serverUrl)
-    await admin.connect()
-    t.teardown(() => admin.end())
+    const admin = await adminClient(t, serverUrl)
     // Each test gets its own schema, dropped afterwards: parallel files and re-runs never meet.
     const openSchema: SchemaFactory = async (t) => {
-      const schema = freshSchemaName()
-      await admin.query(`CREATE SCHEMA ${schema}`)
+      const schema = await freshServerSchema(t, admin, 'cats_test')
       const client = await postgresClient(urlWithSchema(serverUrl, schema))
-      t.teardown(async () => {
-        await client.close()
-        await admin.query(`DROP SCHEMA ${schema} CASCADE`)
-      })
+      t.teardown(() => client.close())
       return client
     }
     contractSuite(t, sqlStores(openSchema), openSchema)

@@ -1,9 +1,8 @@
-import { randomBytes } from 'node:crypto'
 import t, { type Test } from 'tap'
-import pg from 'pg'
 import { pgliteClient, postgresClient, type SqlClient } from '../../src/cats/sql-client.js'
 import { SqlCatsStore } from '../../src/cats/sql-cats-store.js'
 import { migrate, migrationStatus, MIGRATIONS_TABLE } from '../../src/cats/sql-migrations.js'
+import { adminClient, freshSchemaName, freshServerSchema, urlWithSchema } from '../support/sql-schemas.js'
 
 /**
  * Versioned migrations on PGlite and on the PostgreSQL server at
@@ -32,7 +31,6 @@ const FAR_ZONE = 'Pacific/Kiritimati'
 /** A client on a fresh, empty schema whose session time zone is FAR_ZONE. */
 type SchemaFactory = (t: Test) => Promise<SqlClient>
 
-const freshSchemaName = (): string => `cats_test_${randomBytes(6).toString('hex')}`
 const tom = { name: 'Tom', age: 3, breed: 'Siamese' }
 const cats = { version: 1, name: 'cats' }
 const idempotencyKeys = { version: 2, name: 'idempotency-keys' }
@@ -123,7 +121,7 @@ t.test('PGlite in process (pglite://memory)', async (t) => {
   const shared = await inProcess
   // One PGlite session for the suite; each test gets its own schema on it.
   migrationSuite(t, async (t) => {
-    const schema = freshSchemaName()
+    const schema = freshSchemaName('cats_test')
     await shared.query(`CREATE SCHEMA ${schema}`)
     await shared.query(`SET search_path TO ${schema}`)
     await shared.query(`SET TIME ZONE '${FAR_ZONE}'`)
@@ -142,28 +140,15 @@ t.test('PGlite in process (pglite://memory)', async (t) => {
   })
 })
 
-/** The server URL with every connection's search_path set to the schema and its time zone to FAR_ZONE. */
-function urlWithSchema (databaseUrl: string, schema: string): string {
-  const url = new URL(databaseUrl)
-  url.searchParams.set('options', `-c search_path=${schema} -c timezone=${FAR_ZONE}`)
-  return url.href
-}
-
 const serverUrl = process.env.TEST_DATABASE_URL
 if (serverUrl === undefined || serverUrl === '') {
   t.comment('TEST_DATABASE_URL is not set: the PostgreSQL server runs of the migration tests were skipped')
 } else {
   t.test('the PostgreSQL server at TEST_DATABASE_URL', async (t) => {
-    const admin = new pg.Client(serverUrl)
-    await admin.connect()
-    t.teardown(() => admin.end())
-    /** A fresh schema, dropped on teardown, and a URL whose connections use it. */
-    const freshSchema = async (t: Test): Promise<string> => {
-      const schema = freshSchemaName()
-      await admin.query(`CREATE SCHEMA ${schema}`)
-      t.teardown(() => admin.query(`DROP SCHEMA ${schema} CASCADE`))
-      return urlWithSchema(serverUrl, schema)
-    }
+    const admin = await adminClient(t, serverUrl)
+    /** A fresh schema, dropped on teardown, and a URL whose connections use it in FAR_ZONE. */
+    const freshSchema = async (t: Test): Promise<string> =>
+      urlWithSchema(serverUrl, await freshServerSchema(t, admin, 'cats_test'), { timezone: FAR_ZONE })
     const open = async (t: Test, url: string): Promise<SqlClient> => {
       const client = await postgresClient(url)
       t.teardown(() => client.close())

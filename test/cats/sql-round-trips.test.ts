@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict'
 import t, { type Test } from 'tap'
 import fc from 'fast-check'
-import pg from 'pg'
 import { PGlite } from '@electric-sql/pglite'
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket'
 import { MemoryCatsStore } from '../../src/cats/memory-cats-store.js'
@@ -12,7 +11,7 @@ import { migrate } from '../../src/cats/sql-migrations.js'
 import type { UpdateCatBody } from '../../src/cats/schemas.js'
 import { CatTooLargeError } from '../../src/cats/store-errors.js'
 import { PgQueryCounter } from '../support/pg-queries.js'
-import { freshSchemaName, freshSchemaOn } from '../support/sql-schemas.js'
+import { adminClient, freshSchemaName, freshSchemaOn, freshServerSchema, urlWithSchema } from '../support/sql-schemas.js'
 import { TcpProxy } from '../support/tcp-proxy.js'
 
 /**
@@ -284,23 +283,17 @@ if (serverUrl === undefined || serverUrl === '') {
   t.comment('TEST_DATABASE_URL is not set: the PostgreSQL server runs were skipped')
 } else {
   t.test('node-postgres to the PostgreSQL server at TEST_DATABASE_URL', async (t) => {
-    const admin = new pg.Client(serverUrl)
-    await admin.connect()
-    t.teardown(() => admin.end())
+    const admin = await adminClient(t, serverUrl)
     const url = new URL(serverUrl)
     const open: WireTarget['open'] = async (t) => {
-      const schema = freshSchemaName('cats_merge')
-      await admin.query(`CREATE SCHEMA ${schema}`)
+      const schema = await freshServerSchema(t, admin, 'cats_merge')
       const clients: SqlClient[] = []
       t.teardown(async () => {
         for (const client of clients) await client.close()
-        await admin.query(`DROP SCHEMA ${schema} CASCADE`)
       })
       let migrated = false
       return async ({ through = url, preparedStatements } = {}) => {
-        const withSchema = new URL(through.href)
-        withSchema.searchParams.set('options', `-c search_path=${schema}`)
-        const client = await postgresClient(withSchema.href, { preparedStatements })
+        const client = await postgresClient(urlWithSchema(through.href, schema), { preparedStatements })
         clients.push(client)
         if (!migrated) await migrate(client)
         migrated = true

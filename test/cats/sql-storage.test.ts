@@ -1,11 +1,9 @@
-import { randomBytes } from 'node:crypto'
 import { mkdtemp, rm } from 'node:fs/promises'
 import net, { type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t, { type Test } from 'tap'
-import pg from 'pg'
 import type { FastifyInstance, InjectOptions } from 'fastify'
 import { PGlite } from '@electric-sql/pglite'
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket'
@@ -14,6 +12,7 @@ import serviceApp from '../../src/app.js'
 import { build, logCapture, testConfig } from '../support/app.js'
 import { closedPort } from '../support/ports.js'
 import { TcpProxy } from '../support/tcp-proxy.js'
+import { adminClient, freshServerSchema, urlWithSchema } from '../support/sql-schemas.js'
 
 /**
  * The app over the SQL stores: the same answers as the memory store, data on
@@ -32,16 +31,6 @@ const felix = { name: 'Felix', age: 5, breed: 'Tabby' }
 const kit = { name: 'Kit', age: 1, breed: 'Persian' }
 
 const UNAVAILABLE = { statusCode: 503, error: 'Service Unavailable', message: 'The database is unavailable; retry shortly', code: 'CATS_ERR_STORE_UNAVAILABLE' }
-
-/** A schema name no other test file or run uses. */
-const freshSchemaName = (): string => `cats_test_${randomBytes(6).toString('hex')}`
-
-/** The server URL with every connection's search_path set to the schema. */
-function urlWithSchema (databaseUrl: string, schema: string): string {
-  const url = new URL(databaseUrl)
-  url.searchParams.set('options', `-c search_path=${schema}`)
-  return url.href
-}
 
 // Starting a PGlite takes seconds: the one served over the wire starts now, alongside the first tests.
 const servedDb = new PGlite()
@@ -136,15 +125,7 @@ t.test('the same API requests get byte-identical answers from memory, PGlite and
     t.comment('TEST_DATABASE_URL is not set: the PostgreSQL server run of the API comparison was skipped')
     return
   }
-  const admin = new pg.Client(serverUrl)
-  await admin.connect()
-  const schema = freshSchemaName()
-  await admin.query(`CREATE SCHEMA ${schema}`)
-  // Teardowns run last-in first-out: the app (built below) is closed before the schema is dropped.
-  t.teardown(async () => {
-    await admin.query(`DROP SCHEMA ${schema} CASCADE`)
-    await admin.end()
-  })
+  const schema = await freshServerSchema(t, await adminClient(t, serverUrl), 'cats_test')
   const app = await build(t, { ...config, DATABASE_URL: urlWithSchema(serverUrl, schema) })
   t.strictSame(await transcript(app), memory, 'PostgreSQL at TEST_DATABASE_URL')
 })

@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto'
 import t, { type Test } from 'tap'
-import pg from 'pg'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import type { ConfigInput } from '../../src/config.js'
 import type { AppOptions } from '../../src/app-options.js'
 import { bearer, build, createApp, tokenFor } from '../support/app.js'
 import { closedPort } from '../support/ports.js'
+import { adminClient, freshServerSchema, urlWithSchema } from '../support/sql-schemas.js'
 
 /**
  * Logout and refresh tokens over HTTP, per store: memory, PGlite in process,
@@ -207,24 +207,17 @@ if (TEST_DATABASE_URL === undefined || TEST_DATABASE_URL === '') {
   const serverUrl = TEST_DATABASE_URL
   /** Apps on one fresh schema of the PostgreSQL server per test, optionally with the denylist in Redis. */
   const onPostgres = (redisUrl?: string): Instances => (t) => {
-    const schema = `sessions_http_${randomBytes(6).toString('hex')}`
     const apps: FastifyInstance[] = []
-    let created: Promise<void> | undefined
+    let created: Promise<string> | undefined
     return async (config = {}, options = {}) => {
       created ??= (async () => {
-        const admin = new pg.Client(serverUrl)
-        await admin.connect()
-        await admin.query(`CREATE SCHEMA ${schema}`)
+        const schema = await freshServerSchema(t, await adminClient(t, serverUrl), 'sessions_http')
         t.teardown(async () => {
           for (const app of apps) await app.close()
-          await admin.query(`DROP SCHEMA ${schema} CASCADE`)
-          await admin.end()
         })
+        return schema
       })()
-      await created
-      const url = new URL(serverUrl)
-      url.searchParams.set('options', `-c search_path=${schema}`)
-      const app = await createApp({ DATABASE_URL: url.href, ...(redisUrl !== undefined && { REDIS_URL: redisUrl }), ...config }, options)
+      const app = await createApp({ DATABASE_URL: urlWithSchema(serverUrl, await created), ...(redisUrl !== undefined && { REDIS_URL: redisUrl }), ...config }, options)
       apps.push(app)
       // Redis connects after start-up, and commands are not queued meanwhile: wait until it is ready.
       for (let wait = 0; (await app.inject('/health/ready')).statusCode !== 200; wait++) {
