@@ -9,7 +9,7 @@ import { isDeepStrictEqual } from 'node:util'
 import pg from 'pg'
 import { hashPassword } from '../src/auth/password.js'
 import { baseEnv, serverFile } from './support/server.js'
-import { urlWithSchema } from './support/sql-schemas.js'
+import { freshSchemaName, urlWithSchema } from './support/sql-schemas.js'
 
 // Two compiled servers (and restarts of one) against the same storage: what one
 // process cannot show. PostgreSQL and Redis parts run when CI finds those servers
@@ -129,7 +129,7 @@ async function mapLimit<T, R> (items: readonly T[], limit: number, work: (item: 
 
 /** A fresh, uniquely named schema in the test database, dropped on teardown. */
 async function freshSchema (t: Test, databaseUrl: string): Promise<{ schema: string, db: pg.Client }> {
-  const schema = `cats_e2e_${randomBytes(6).toString('hex')}`
+  const schema = freshSchemaName('cats_e2e')
   // A bounded wait: the drop must not hang on a lock held by a server that is being killed.
   const db = new pg.Client({ connectionString: databaseUrl, statement_timeout: 15_000 })
   await db.connect()

@@ -29,10 +29,9 @@ interface KeptKey {
  * Methods are synchronous; callers may await them like any CatsStore.
  */
 export class MemoryCatsStore implements CatsStore {
-  /** The number of stored cats. */
-  #size = 0
   /** Every entry in creation order; removed ones stay until they are half of it, so a removal costs O(1) amortized. */
   #inCreationOrder: Entry[] = []
+  /** How many entries of #inCreationOrder are removed ones. */
   #removedInOrder = 0
   #lastPosition = 0
   readonly #byId = new Map<number, IdQueue<Entry>>()
@@ -48,7 +47,7 @@ export class MemoryCatsStore implements CatsStore {
   }
 
   get size (): number {
-    return this.#size
+    return this.#inCreationOrder.length - this.#removedInOrder
   }
 
   count (): number {
@@ -88,7 +87,6 @@ export class MemoryCatsStore implements CatsStore {
     if (this.size >= this.#limits.maxCats) throw new CollectionFullError(this.#limits.maxCats)
     const cat: StoredCat = { id: nextCatId(this.size), name: fields.name, age: fields.age, breed: fields.breed }
     const entry: Entry = { position: ++this.#lastPosition, cat, json: JSON.stringify(cat), removed: false }
-    this.#size++
     this.#inCreationOrder.push(entry)
     let queue = this.#byId.get(cat.id)
     if (queue === undefined) {
@@ -130,7 +128,6 @@ export class MemoryCatsStore implements CatsStore {
     if (queue === undefined || entry === undefined) return
     queue.shift()
     if (queue.size === 0) this.#byId.delete(id)
-    this.#size--
     entry.removed = true
     this.#removedInOrder++
     if (this.#removedInOrder * 2 > this.#inCreationOrder.length) {
@@ -144,7 +141,6 @@ export class MemoryCatsStore implements CatsStore {
   }
 
   close (): void {
-    this.#size = 0
     this.#keys.clear()
     this.#inCreationOrder = []
     this.#removedInOrder = 0
