@@ -1,10 +1,16 @@
 import type { FastifyBaseLogger, FastifyServerOptions } from 'fastify'
 
-type LevelName = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace'
+export type LevelName = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace'
 type ChildArguments = Parameters<FastifyBaseLogger['child']>
 
 // pino's standard levels; a level name not listed here counts as "everything enabled".
 const LEVEL_VALUES: Record<string, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60, silent: Infinity }
+
+/** Whether a logger at `level` writes lines of level `name`. */
+export function writesAt (level: string, name: LevelName): boolean {
+  const threshold = LEVEL_VALUES[level]
+  return threshold === undefined || LEVEL_VALUES[name] >= threshold
+}
 
 /**
  * A request's logger that creates its child logger (bound to the request id)
@@ -38,8 +44,7 @@ class LazyChildLogger implements FastifyBaseLogger {
   }
 
   #log (name: LevelName, args: unknown[]): void {
-    const threshold = LEVEL_VALUES[this.level]
-    if (threshold !== undefined && LEVEL_VALUES[name] < threshold) return
+    if (!writesAt(this.level, name)) return
     const logger = this.#logger()
     Reflect.apply(logger[name], logger, args)
   }

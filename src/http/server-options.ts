@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { FastifyHttpOptions, FastifyRequest } from 'fastify'
 import type { IncomingMessage, Server } from 'node:http'
 import { parseTrustProxy, type Config } from '../config.js'
-import { lazyChildLogger } from './request-logger.js'
+import { lazyChildLogger, writesAt } from './request-logger.js'
 import { clientErrorHandler } from './client-errors.js'
 
 // Only a UUID is taken from the client: the id is echoed and written in every log line, and
@@ -53,6 +53,9 @@ export function serverOptions (config: Config): FastifyHttpOptions<Server> {
       }
     },
     childLoggerFactory: lazyChildLogger,
+    // Fastify's "incoming request" and "request completed" lines are at info: below that level they
+    // would still be built on every request (their objects, the response time) only to be dropped.
+    disableRequestLogging: !writesAt(config.LOG_LEVEL, 'info'),
     clientErrorHandler,
     requestIdHeader: false,
     genReqId: requestId,

@@ -2,7 +2,7 @@ import { IncomingMessage } from 'node:http'
 import { Socket } from 'node:net'
 import t from 'tap'
 import Fastify, { type FastifyBaseLogger } from 'fastify'
-import { lazyChildLogger } from '../../src/http/request-logger.js'
+import { lazyChildLogger, writesAt } from '../../src/http/request-logger.js'
 import { logCapture } from '../support/app.js'
 
 type Bindings = Parameters<FastifyBaseLogger['child']>[0]
@@ -34,6 +34,14 @@ function recordingLogger (level: string): { logger: FastifyBaseLogger, children:
 const server = Fastify()
 const create = (parent: FastifyBaseLogger, options: { level?: string } = {}): FastifyBaseLogger =>
   lazyChildLogger.call(server, parent, { reqId: 'r1' }, options, new IncomingMessage(new Socket()))
+
+t.test('writesAt: a level writes its own lines and those above it; an unknown level writes everything', async (t) => {
+  t.ok(writesAt('info', 'info'))
+  t.ok(writesAt('info', 'error'))
+  t.notOk(writesAt('warn', 'info'))
+  t.notOk(writesAt('silent', 'fatal'))
+  t.ok(writesAt('custom', 'trace'))
+})
 
 t.test('no child logger is created while nothing is logged at an enabled level', async (t) => {
   const { logger, children, lines } = recordingLogger('warn')
