@@ -70,12 +70,12 @@ const progress = (m: Measurement): string =>
   `p99 ${m.latencyP99} ms, busy ${(m.serverBusy * 100).toFixed(0)}%, others ${m.otherLoad.toFixed(2)} CPU` +
   `${m.non2xx > 0 ? `, non-2xx ${m.non2xx}` : ''}`
 
-export function createHarness (options: HarnessOptions): Harness {
-  const { root, mode, serverCpu, secret, log } = options
-  const env: Record<ServerKind, Record<string, string>> = {
+/** The environment of each kind of server, beside PATH and HOME (see BENCHMARKS.md, Settings). */
+export function serverEnvironments (secret: string, logLevel: string): Record<ServerKind, Record<string, string>> {
+  return {
     project: {
       JWT_SECRET: secret,
-      LOG_LEVEL: options.logLevel,
+      LOG_LEVEL: logLevel,
       METRICS_ENABLED: 'false',
       CATS_MAX: String(CATS_MAX),
       // One load generator is one client address logging in as one user: the failed-login locks would turn the
@@ -86,6 +86,11 @@ export function createHarness (options: HarnessOptions): Harness {
     baseline: { JWT_SECRET: secret, CATS_MAX: String(CATS_MAX) },
     floor: { FLOOR_CATS: '1000' }
   }
+}
+
+export function createHarness (options: HarnessOptions): Harness {
+  const { root, mode, serverCpu, secret, log } = options
+  const env = serverEnvironments(secret, options.logLevel)
   const startups: Record<ServerKind, StartupSample[]> = { project: [], baseline: [], floor: [] }
   let retries = 0
 

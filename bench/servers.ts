@@ -22,6 +22,10 @@ export interface StartOptions {
   nodeArgs?: string[]
   /** Runs the project's unbundled build (dist/src/server.js), whose file names tell the packages apart in a profile. */
   unbundled?: boolean
+  /** A command that runs node, before it: e.g. valgrind and its options. */
+  wrapper?: string[]
+  /** How long the first successful request may take; 30 s by default. */
+  startTimeoutMs?: number
 }
 
 export interface RunningServer {
@@ -101,7 +105,7 @@ export async function startServer (kind: ServerKind, options: StartOptions): Pro
   const logFile = join(os.tmpdir(), `cats-bench-${kind}-${port}.log`)
   const log = openSync(logFile, 'w')
   const command = options.unbundled === true && kind === 'project' ? ['dist/src/server.js'] : COMMANDS[kind]
-  const node = [process.execPath, ...(options.nodeArgs ?? []), ...command]
+  const node = [...(options.wrapper ?? []), process.execPath, ...(options.nodeArgs ?? []), ...command]
   const argv = options.cpu === undefined ? node : ['taskset', '-c', String(options.cpu), ...node]
   const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...options.env, PORT: String(port), HOST: '127.0.0.1' }
 
@@ -115,9 +119,10 @@ export async function startServer (kind: ServerKind, options: StartOptions): Pro
   let startupCpuMs = 0
   while (startupMs === undefined) {
     if (exited(child)) throw new Error(`${kind} server exited during start-up:\n${logTail()}`)
-    if (performance.now() - started > 30_000) {
+    const { startTimeoutMs = 30_000 } = options
+    if (performance.now() - started > startTimeoutMs) {
       child.kill('SIGKILL')
-      throw new Error(`${kind} server did not answer within 30 s:\n${logTail()}`)
+      throw new Error(`${kind} server did not answer within ${startTimeoutMs / 1000} s:\n${logTail()}`)
     }
     // GET /cats/0 is public and answers 200 (no cat has id 0) on both servers.
     if (await getStatus(`${url}/cats/0`) === 200) {
