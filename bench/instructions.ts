@@ -1,17 +1,18 @@
 /**
  * npm run bench:instructions [-- --starts N --requests N] — machine instructions per request
  * of the compiled service, the baseline and the Fastify floor with the service's headers,
- * counted by valgrind's callgrind. Unlike CPU time, the count does not change with what
- * else the machine is doing, so it compares builds and servers to well under a percent on
- * a busy host. It leaves out the kernel (the socket reads and writes, about a third of a
+ * counted by valgrind's callgrind. Unlike CPU time, the count of what a request's own code
+ * does is not changed by other work on the machine, so it compares builds and servers to
+ * about a percent where CPU time moves by tens. It leaves out the kernel (the socket reads and writes, about a third of a
  * small request's CPU time here) and the cost of cache misses, which CPU time includes:
  * it explains the CPU targets of `npm run bench`, it does not replace them.
  *
  * Work that timers do, not requests, is counted many times over: under callgrind a request takes
  * about fifty times as long, so a timer that fires every 10 ms fires fifty times as often per
- * request. The service's own (load shedding's event-loop delay sample) is small; with metrics on,
- * prom-client's default metrics add another sampler and a GC observer, so metrics on is left out.
- * For the same reason nothing else should run meanwhile.
+ * request, and more so when other processes slow the server down; the garbage collector's share
+ * varies alike. The service's own timer (load shedding's event-loop delay sample) is small; with
+ * metrics on, prom-client's default metrics add another sampler and a GC observer, so metrics on
+ * is left out. For the same reason nothing else should run meanwhile.
  *
  * Each server is started `--starts` times (2, side by side) under callgrind: cats are created, 20,000
  * requests warm it up, the counters are zeroed, and `--requests` (10,000) more are
