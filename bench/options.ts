@@ -7,7 +7,7 @@ import { DEFAULT_DATABASE_URL } from './stores.js'
 
 export const USAGE = `Usage: npm run bench -- [options]
   --quick            short run (about 4 minutes instead of about 9 on a quiet 2-core machine)
-  --rounds N         measured rounds per server and scenario (default 3: A B A B A B)
+  --rounds N         measured rounds per server and scenario (default 5, quick 3: A B A B …)
   --duration S       seconds per measured run (default 3, quick 1.5)
   --connections N    autocannon connections for the throughput scenarios (default 50)
   --only a,b         run only these parts (results are then not written): flood, scaling, stores, floor and the scenario ids
@@ -76,9 +76,10 @@ export function parseOptions (argv: string[] = process.argv.slice(2)): BenchOpti
     help: args.help,
     quick,
     mode: {
-      rounds: Math.max(1, Number(args.rounds ?? 3)),
+      rounds: Math.max(1, Number(args.rounds ?? (quick ? 3 : 5))),
       duration: Number(args.duration ?? (quick ? 1.5 : 3)),
-      warmup: quick ? 1 : 2,
+      // V8 is still optimizing the service's hot functions for about 4 s of load (BENCHMARKS.md, Method).
+      warmup: quick ? 2 : 5,
       connections: Number(args.connections),
       loginAmount: quick ? 6 : 12,
       floodConnections: 50,
