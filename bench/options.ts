@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util'
 import { DEFAULT_DATABASE_URL } from './stores.js'
 
 export const USAGE = `Usage: npm run bench -- [options]
-  --quick            short run (about 4 minutes instead of about 9 on a quiet 2-core machine)
+  --quick            short run (about 11 minutes instead of about 26 on a quiet 2-core machine)
   --rounds N         measured rounds per server and scenario (default 5, quick 3: A B A B …)
   --duration S       seconds per measured run (default 3, quick 1.5)
   --connections N    autocannon connections for the throughput scenarios (default 50)
