@@ -5,6 +5,7 @@
  */
 import { measure, type LoadSettings, type Measurement, type Workload } from './load.js'
 import type { Mode } from './options.js'
+import { memory } from './proc.js'
 import { startServer, type RunningServer, type ServerKind } from './servers.js'
 
 export const CATS_MAX = 2_000_000
@@ -60,8 +61,30 @@ export interface Harness {
    */
   measureRounds: (servers: RunningServer[], workloads: Workload[], settings: LoadSettings,
     label: (round: number, index: number) => string) => Promise<Measurement[][]>
+  /**
+   * Measures servers over `starts` fresh starts (the mode's by default): each start launches them all, prepares
+   * them (cats, warm-up), measures the mode's rounds interleaved and stops them. The order of the servers
+   * rotates from one start to the next, so no server is always measured first. Returns every run per server
+   * and the highest peak RSS of its starts.
+   */
+  measureStarts: (plan: StartsPlan) => Promise<{ samples: Measurement[][], peakRss: number[] }>
   /** Runs measured again because other processes disturbed them. */
   remeasured: () => number
+}
+
+export interface StartsPlan {
+  /** Starts the servers of one start, in a fixed order. */
+  launch: () => Promise<RunningServer[]>
+  /** Prepares the started servers: cats, logouts, warm-up. */
+  prepare: (servers: RunningServer[]) => Promise<void>
+  /** A fresh workload per server and run. */
+  workload: (index: number) => Workload
+  settings: LoadSettings
+  /** The name of a server in the progress lines. */
+  label: (index: number) => string
+  starts?: number
+  /** Called with the servers of each start once they are prepared (profiling counts from there). */
+  onPrepared?: (servers: RunningServer[]) => void
 }
 
 /** One run in a progress line. */
@@ -135,5 +158,33 @@ export function createHarness (options: HarnessOptions): Harness {
     return samples
   }
 
-  return { mode, log, env, startups, start, settings, quietest, measureQuiet, measureRounds, remeasured: () => retries }
+  async function measureStarts (plan: StartsPlan): Promise<{ samples: Measurement[][], peakRss: number[] }> {
+    const { starts = mode.starts } = plan
+    let samples: Measurement[][] = []
+    let peakRss: number[] = []
+    for (let start = 1; start <= starts; start++) {
+      const servers: RunningServer[] = []
+      try {
+        servers.push(...await plan.launch())
+        if (start === 1) {
+          samples = servers.map(() => [])
+          peakRss = servers.map(() => 0)
+        }
+        await plan.prepare(servers)
+        plan.onPrepared?.(servers)
+        const order = servers.map((_, index) => (index + start - 1) % servers.length)
+        const runs = await measureRounds(order.map((index) => servers[index]), order.map((index) => plan.workload(index)),
+          plan.settings, (round, position) => `${plan.label(order[position])}, start ${start} round ${round}`)
+        for (const [position, index] of order.entries()) {
+          samples[index].push(...runs[position])
+          peakRss[index] = Math.max(peakRss[index], memory(servers[index].pid).peakRss)
+        }
+      } finally {
+        for (const server of servers) await server.stop()
+      }
+    }
+    return { samples, peakRss }
+  }
+
+  return { mode, log, env, startups, start, settings, quietest, measureQuiet, measureRounds, measureStarts, remeasured: () => retries }
 }

@@ -7,7 +7,8 @@ import { DEFAULT_DATABASE_URL } from './stores.js'
 
 export const USAGE = `Usage: npm run bench -- [options]
   --quick            short run (about 11 minutes instead of about 26 on a quiet 2-core machine)
-  --rounds N         measured rounds per server and scenario (default 5, quick 3: A B A B …)
+  --starts N         fresh starts of every server per scenario, each warmed up and measured (default 4, quick 2)
+  --rounds N         measured rounds per start (default 1: A B A B … when more)
   --duration S       seconds per measured run (default 3, quick 1.5)
   --connections N    autocannon connections for the throughput scenarios (default 50)
   --only a,b         run only these parts (results are then not written): flood, scaling, stores, floor and the scenario ids
@@ -24,6 +25,12 @@ export const USAGE = `Usage: npm run bench -- [options]
 
 /** How long and how hard each part of the benchmark runs. */
 export interface Mode {
+  /**
+   * Fresh starts of each server per scenario. Two starts of one build settle at CPU costs up to a quarter
+   * apart for as long as they run, so a comparison rests on several starts of each side, not on one.
+   */
+  starts: number
+  /** Measured rounds per start. */
   rounds: number
   /** Seconds per measured run. */
   duration: number
@@ -61,6 +68,7 @@ export function parseOptions (argv: string[] = process.argv.slice(2)): BenchOpti
     args: argv,
     options: {
       quick: { type: 'boolean', default: false },
+      starts: { type: 'string' },
       rounds: { type: 'string' },
       duration: { type: 'string' },
       connections: { type: 'string', default: '50' },
@@ -76,7 +84,8 @@ export function parseOptions (argv: string[] = process.argv.slice(2)): BenchOpti
     help: args.help,
     quick,
     mode: {
-      rounds: Math.max(1, Number(args.rounds ?? (quick ? 3 : 5))),
+      starts: Math.max(1, Number(args.starts ?? (quick ? 2 : 4))),
+      rounds: Math.max(1, Number(args.rounds ?? 1)),
       duration: Number(args.duration ?? (quick ? 1.5 : 3)),
       // V8 is still optimizing the service's hot functions for about 4 s of load (BENCHMARKS.md, Method).
       warmup: quick ? 2 : 5,

@@ -2,12 +2,12 @@ import type { Measurement, PrefillResult, ProbeResult } from './load.js'
 import type { MachineInfo } from './proc.js'
 import type { StoresResult } from './stores.js'
 
-/** One server's results in one scenario: medians over the measured rounds. */
+/** One server's results in one scenario: medians over the measured runs of all its starts. */
 export interface SideSummary {
   reqPerSec: number
   latencyP50: number
   latencyP99: number
-  /** Summed over the rounds. */
+  /** Summed over the runs. */
   non2xx: number
   errors: number
   cpuMicrosPerRequest: number
@@ -222,11 +222,12 @@ export function markdown (report: BenchReport): string {
   parts.push(`Run ${report.generatedAt} (${report.mode}, ${settings.totalSeconds} s): ${machine.cpuModel} × ${machine.cpus} CPUs, ` +
     `${machine.memoryGiB} GiB, ${machine.platform}, kernel ${machine.kernel}, Node ${machine.node} (V8 ${machine.v8}); ` +
     `${settings.pinned === true ? 'server pinned to CPU 0 and load generator to CPU 1 with taskset' : 'nothing pinned'}; ` +
-    `${settings.rounds} rounds of ${settings.secondsPerRun} s per server (A B A B …) after ${settings.warmupSeconds} s of warm-up, ` +
+    `${settings.starts} starts of each server per scenario, each warmed up for ${settings.warmupSeconds} s and measured in ` +
+    `${settings.rounds} round(s) of ${settings.secondsPerRun} s (servers interleaved), ` +
     `${settings.connections} connections; project LOG_LEVEL=${settings.projectLogLevel}; ` +
     `load average at start ${report.loadAverageAtStart.map((l) => l.toFixed(2)).join(' ')}; ` +
     `runs measured again because other processes used more than 0.25 CPU: ${settings.remeasuredBusyRuns}.`)
-  parts.push('### Project vs. baseline (ratio = project / baseline; medians of the rounds)\n\n' +
+  parts.push('### Project vs. baseline (ratio = project / baseline; medians of the runs over all starts)\n\n' +
     table(SCENARIO_HEADER, report.scenarios.map(scenarioRow)))
 
   if (report.login !== undefined) {
@@ -252,7 +253,7 @@ export function markdown (report: BenchReport): string {
     const row = (name: string, side: SideSummary): string[] => [
       name, dec(side.cpuMicrosPerRequest, 1), dec(ratio(side.cpuMicrosPerRequest, floor.baseline.cpuMicrosPerRequest)), int(side.reqPerSec)
     ]
-    parts.push(`### The Fastify floor: ${floor.title}, CPU per request (interleaved, medians of the rounds)\n\n` + table(
+    parts.push(`### The Fastify floor: ${floor.title}, CPU per request (interleaved, medians of the runs over all starts)\n\n` + table(
       ['Server', 'CPU µs/req', 'ratio to baseline', 'req/s'],
       [
         row('baseline (node:http, with the service\'s headers)', floor.baseline),

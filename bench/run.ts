@@ -69,7 +69,8 @@ const stores = wanted('stores') || storeIds.length > 0
   ? await runStores({
     databaseUrl: process.env.BENCH_DATABASE_URL ?? DEFAULT_DATABASE_URL,
     scenarios: scenarios.filter((s) => s.id in STORE_SCENARIOS && (storeIds.length === 0 || storeIds.includes(s.id))),
-    rounds: mode.rounds,
+    // One start per store, measured as many times as a server of the other groups over its starts.
+    rounds: mode.starts * mode.rounds,
     warmup: mode.warmup,
     duration: mode.duration,
     settings: (s, seconds) => bench.settings(seconds, s.settings),
@@ -98,6 +99,7 @@ const report: BenchReport = {
   loadAverageAtStart: loadAverageAtStart.map((l) => Math.round(l * 100) / 100),
   settings: {
     pinned,
+    starts: mode.starts,
     rounds: mode.rounds,
     secondsPerRun: mode.duration,
     warmupSeconds: mode.warmup,

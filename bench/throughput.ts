@@ -1,9 +1,9 @@
 /**
- * One scenario on a fresh project server and a fresh baseline server (and,
- * for a scenario with a target, a project server with metrics on): prefill,
- * warm-up, then the measured rounds interleaved, compared as project /
- * baseline. With --profile they run under node --cpu-prof and the measured
- * rounds' profile summaries are logged.
+ * One scenario on the project and the baseline (and, for a scenario with a
+ * target, the project with metrics on), each started afresh several times:
+ * per start prefill, warm-up, then the measured rounds interleaved; compared
+ * as project / baseline over all the runs. With --profile they run once under
+ * node --cpu-prof and the measured rounds' profile summaries are logged.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import os from 'node:os'
@@ -12,7 +12,6 @@ import { performance } from 'node:perf_hooks'
 import { summarizeProfiles } from './cpu-profile.js'
 import type { Harness } from './harness.js'
 import { logOut, measure, prefill } from './load.js'
-import { memory } from './proc.js'
 import { compare, summarize, type ScenarioResult } from './report.js'
 import { signToken, type Scenario } from './scenarios.js'
 import type { RunningServer, ServerKind } from './servers.js'
@@ -32,35 +31,42 @@ export async function runScenario (bench: Harness, scenario: Scenario, profile: 
     { kind: 'baseline', label: 'baseline' },
     ...(scenario.target === undefined ? [] : [{ kind: 'project' as const, label: 'project, metrics on', env: { METRICS_ENABLED: 'true' } }])
   ]
-  const servers: RunningServer[] = []
   const profileDirs = contenders.map(({ kind }) => profile ? mkdtempSync(join(os.tmpdir(), `cats-bench-${kind}-`)) : undefined)
   let skipMs = contenders.map(() => 0)
   try {
-    for (const [index, { kind, env }] of contenders.entries()) servers.push(await bench.start(kind, { env, profileDir: profileDirs[index] }))
-    const workloads = servers.map(() => scenario.workload())
-    for (const server of servers) {
-      const filled = await prefill(server.url, scenario.cats)
-      if (filled.cats !== scenario.cats) throw new Error(`${server.kind}: prefill created ${filled.cats} of ${scenario.cats} cats`)
-      const revoked = scenario.revoked ?? 0
-      if (revoked > 0) {
-        const tokens = Array.from({ length: revoked }, () => signToken(bench.env.project.JWT_SECRET))
-        const loggedOut = await logOut(server.url, tokens)
-        if (loggedOut !== revoked) throw new Error(`${server.kind}: ${loggedOut} of ${revoked} logouts succeeded`)
-      }
-      await measure(server.pid, server.url, scenario.workload(), bench.settings(mode.warmup, scenario.settings, login ? 2 : undefined))
-    }
-    // Profiles leave out start-up, prefill and warm-up.
-    skipMs = servers.map((server) => performance.now() - server.spawnedAt)
-    const samples = await bench.measureRounds(servers, workloads,
-      bench.settings(mode.duration, scenario.settings, login ? mode.loginAmount : undefined),
-      (round, index) => `[${scenario.id}] round ${round} ${contenders[index].label}`)
-    const [project, baseline, withMetrics] = servers.map((server, index) => summarize(samples[index], memory(server.pid).peakRss))
+    const { samples, peakRss } = await bench.measureStarts({
+      launch: async () => {
+        const servers: RunningServer[] = []
+        for (const [index, { kind, env }] of contenders.entries()) servers.push(await bench.start(kind, { env, profileDir: profileDirs[index] }))
+        return servers
+      },
+      prepare: async (servers) => {
+        for (const server of servers) {
+          const filled = await prefill(server.url, scenario.cats)
+          if (filled.cats !== scenario.cats) throw new Error(`${server.kind}: prefill created ${filled.cats} of ${scenario.cats} cats`)
+          const revoked = scenario.revoked ?? 0
+          if (revoked > 0) {
+            const tokens = Array.from({ length: revoked }, () => signToken(bench.env.project.JWT_SECRET))
+            const loggedOut = await logOut(server.url, tokens)
+            if (loggedOut !== revoked) throw new Error(`${server.kind}: ${loggedOut} of ${revoked} logouts succeeded`)
+          }
+          await measure(server.pid, server.url, scenario.workload(), bench.settings(mode.warmup, scenario.settings, login ? 2 : undefined))
+        }
+      },
+      // Profiles leave out start-up, prefill and warm-up.
+      onPrepared: (servers) => { skipMs = servers.map((server) => performance.now() - server.spawnedAt) },
+      workload: () => scenario.workload(),
+      settings: bench.settings(mode.duration, scenario.settings, login ? mode.loginAmount : undefined),
+      label: (index) => `[${scenario.id}] ${contenders[index].label}`,
+      // A profile is written per start, and summarized as one.
+      starts: profile ? 1 : mode.starts
+    })
+    const [project, baseline, withMetrics] = samples.map((runs, index) => summarize(runs, peakRss[index]))
     const result = compare(scenario.id, scenario.title, scenario.target, project, baseline, withMetrics)
     log(`[${scenario.id}] CPU ratio ${result.ratios.cpuPerRequest.toFixed(2)}` +
       `${result.metricsOn === undefined ? '' : ` (metrics on ${result.metricsOn.cpuPerRequest.toFixed(2)})`}, req/s ratio ${result.ratios.reqPerSec.toFixed(2)}`)
     return result
   } finally {
-    for (const server of servers) await server.stop()
     for (const [index, dir] of profileDirs.entries()) {
       if (dir === undefined) continue
       // A server writes its profile when it exits.
