@@ -47,7 +47,8 @@ t.test('password hashing: /profile keeps answering while many logins are in flig
 })
 
 t.test('password hashing: past the queue bound a login gets 503 + Retry-After at once', async (t) => {
-  const app = await build(t, { HASH_CONCURRENCY: 1, HASH_QUEUE_MAX: 2 })
+  // A long wait bound: the two waiting logins must be served, however slowly a busy machine runs the hashes.
+  const app = await build(t, { HASH_CONCURRENCY: 1, HASH_QUEUE_MAX: 2, HASH_QUEUE_WAIT_MS: 120_000 })
   const results = await Promise.all(Array.from({ length: 5 }, () => login(app, 'john', 'changeme')))
   const statuses = results.map((res) => res.statusCode).sort()
   t.strictSame(statuses, [200, 200, 200, 503, 503], 'one running + two waiting; the rest refused')
