@@ -10,15 +10,22 @@ import type { Harness } from './harness.js'
 import { measure, prefill } from './load.js'
 import { summarize, type FloorResult } from './report.js'
 import type { Scenario } from './scenarios.js'
+import type { ServerKind } from './servers.js'
 
 export async function runFloor (bench: Harness, scenario: Scenario): Promise<FloorResult> {
   const { mode } = bench
   const { samples, peakRss } = await bench.measureStarts({
-    launch: async () => [await bench.start('baseline'), await bench.start('baseline', { env: { BASELINE_HEADERS: '0' } }),
-      await bench.start('floor', { env: { FLOOR_HEADERS: '0', FLOOR_CATS: String(scenario.cats) } }),
-      await bench.start('floor', { env: { FLOOR_HEADERS: '1', FLOOR_CATS: String(scenario.cats) } }),
-      await bench.start('floor', { env: { FLOOR_HEADERS: '1', FLOOR_METRICS: '1', FLOOR_CATS: String(scenario.cats) } }),
-      await bench.start('project'), await bench.start('project', { env: { METRICS_ENABLED: 'true' } })],
+    launch: async (servers) => {
+      const cats = String(scenario.cats)
+      const seven: Array<[ServerKind, Record<string, string>]> = [
+        ['baseline', {}], ['baseline', { BASELINE_HEADERS: '0' }],
+        ['floor', { FLOOR_HEADERS: '0', FLOOR_CATS: cats }], ['floor', { FLOOR_HEADERS: '1', FLOOR_CATS: cats }],
+        ['floor', { FLOOR_HEADERS: '1', FLOOR_METRICS: '1', FLOOR_CATS: cats }],
+        ['project', {}], ['project', { METRICS_ENABLED: 'true' }]
+      ]
+      // One at a time, so that a failed start leaves the earlier ones in `servers` to be stopped.
+      for (const [kind, env] of seven) servers.push(await bench.start(kind, { env }))
+    },
     prepare: async (servers) => {
       // The floor servers create their cats themselves (FLOOR_CATS).
       for (const server of [servers[0], servers[1], servers[5], servers[6]]) await prefill(server.url, scenario.cats)

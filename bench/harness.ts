@@ -73,8 +73,8 @@ export interface Harness {
 }
 
 export interface StartsPlan {
-  /** Starts the servers of one start, in a fixed order. */
-  launch: () => Promise<RunningServer[]>
+  /** Starts the servers of one start into `servers`, in a fixed order (those started are stopped if a later one fails). */
+  launch: (servers: RunningServer[]) => Promise<void>
   /** Prepares the started servers: cats, logouts, warm-up. */
   prepare: (servers: RunningServer[]) => Promise<void>
   /** A fresh workload per server and run. */
@@ -165,7 +165,7 @@ export function createHarness (options: HarnessOptions): Harness {
     for (let start = 1; start <= starts; start++) {
       const servers: RunningServer[] = []
       try {
-        servers.push(...await plan.launch())
+        await plan.launch(servers)
         if (start === 1) {
           samples = servers.map(() => [])
           peakRss = servers.map(() => 0)

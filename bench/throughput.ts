@@ -14,7 +14,7 @@ import type { Harness } from './harness.js'
 import { logOut, measure, prefill } from './load.js'
 import { compare, summarize, type ScenarioResult } from './report.js'
 import { signToken, type Scenario } from './scenarios.js'
-import type { RunningServer, ServerKind } from './servers.js'
+import type { ServerKind } from './servers.js'
 
 /** A server of the comparison: its kind, its name in the log, and environment on top of its kind's. */
 interface Contender {
@@ -35,10 +35,8 @@ export async function runScenario (bench: Harness, scenario: Scenario, profile: 
   let skipMs = contenders.map(() => 0)
   try {
     const { samples, peakRss } = await bench.measureStarts({
-      launch: async () => {
-        const servers: RunningServer[] = []
+      launch: async (servers) => {
         for (const [index, { kind, env }] of contenders.entries()) servers.push(await bench.start(kind, { env, profileDir: profileDirs[index] }))
-        return servers
       },
       prepare: async (servers) => {
         for (const server of servers) {
