@@ -14,26 +14,27 @@ import type { ServerKind } from './servers.js'
 
 export async function runFloor (bench: Harness, scenario: Scenario): Promise<FloorResult> {
   const { mode } = bench
+  const cats = String(scenario.cats)
+  // In the order of FloorResult's fields below.
+  const contenders: Array<[ServerKind, Record<string, string>]> = [
+    ['baseline', {}], ['baseline', { BASELINE_HEADERS: '0' }],
+    ['floor', { FLOOR_HEADERS: '0', FLOOR_CATS: cats }], ['floor', { FLOOR_HEADERS: '1', FLOOR_CATS: cats }],
+    ['floor', { FLOOR_HEADERS: '1', FLOOR_METRICS: '1', FLOOR_CATS: cats }],
+    ['project', {}], ['project', { METRICS_ENABLED: 'true' }]
+  ]
   const { samples, peakRss } = await bench.measureStarts({
     launch: async (servers) => {
-      const cats = String(scenario.cats)
-      const seven: Array<[ServerKind, Record<string, string>]> = [
-        ['baseline', {}], ['baseline', { BASELINE_HEADERS: '0' }],
-        ['floor', { FLOOR_HEADERS: '0', FLOOR_CATS: cats }], ['floor', { FLOOR_HEADERS: '1', FLOOR_CATS: cats }],
-        ['floor', { FLOOR_HEADERS: '1', FLOOR_METRICS: '1', FLOOR_CATS: cats }],
-        ['project', {}], ['project', { METRICS_ENABLED: 'true' }]
-      ]
       // One at a time, so that a failed start leaves the earlier ones in `servers` to be stopped.
-      for (const [kind, env] of seven) servers.push(await bench.start(kind, { env }))
+      for (const [kind, env] of contenders) servers.push(await bench.start(kind, { env }))
     },
     prepare: async (servers) => {
       // The floor servers create their cats themselves (FLOOR_CATS).
-      for (const server of [servers[0], servers[1], servers[5], servers[6]]) await prefill(server.url, scenario.cats)
+      for (const server of servers.filter(({ kind }) => kind !== 'floor')) await prefill(server.url, scenario.cats)
       for (const server of servers) await measure(server.pid, server.url, scenario.workload(), bench.settings(mode.warmup, scenario.settings))
     },
     workload: () => scenario.workload(),
     settings: bench.settings(mode.duration, scenario.settings),
-    label: (index) => `[floor ${scenario.id}] server ${index + 1} of 7`
+    label: (index) => `[floor ${scenario.id}] server ${index + 1} of ${contenders.length}`
   })
   const [baseline, bareBaseline, bare, headers, headersMetrics, project, projectMetrics] =
     samples.map((runs, index) => summarize(runs, peakRss[index]))

@@ -56,12 +56,6 @@ export interface Harness {
   /** measure() through quietest(). */
   measureQuiet: (server: RunningServer, workload: Workload, settings: LoadSettings, attempts?: number) => Promise<Measurement>
   /**
-   * The measured rounds, interleaved: every server once per round (A B A B …).
-   * Logs each run as `${label(round, index)}: …`; returns the runs per server.
-   */
-  measureRounds: (servers: RunningServer[], workloads: Workload[], settings: LoadSettings,
-    label: (round: number, index: number) => string) => Promise<Measurement[][]>
-  /**
    * Measures servers over `starts` fresh starts (the mode's by default): each start launches them all, prepares
    * them (cats, warm-up), measures the mode's rounds interleaved and stops them. The order of the servers
    * rotates from one start to the next, so no server is always measured first. Returns every run per server
@@ -77,8 +71,8 @@ export interface StartsPlan {
   launch: (servers: RunningServer[]) => Promise<void>
   /** Prepares the started servers: cats, logouts, warm-up. */
   prepare: (servers: RunningServer[]) => Promise<void>
-  /** A fresh workload per server and run. */
-  workload: (index: number) => Workload
+  /** A fresh workload for each server and run. */
+  workload: () => Workload
   settings: LoadSettings
   /** The name of a server in the progress lines. */
   label: (index: number) => string
@@ -145,6 +139,7 @@ export function createHarness (options: HarnessOptions): Harness {
   const measureQuiet = (server: RunningServer, workload: Workload, load: LoadSettings, attempts?: number): Promise<Measurement> =>
     quietest(() => measure(server.pid, server.url, workload, load), attempts)
 
+  /** The measured rounds, interleaved: every server once per round (A B A B …); logs each run; returns the runs per server. */
   async function measureRounds (servers: RunningServer[], workloads: Workload[], load: LoadSettings,
     label: (round: number, index: number) => string): Promise<Measurement[][]> {
     const samples: Measurement[][] = servers.map(() => [])
@@ -160,24 +155,20 @@ export function createHarness (options: HarnessOptions): Harness {
 
   async function measureStarts (plan: StartsPlan): Promise<{ samples: Measurement[][], peakRss: number[] }> {
     const { starts = mode.starts } = plan
-    let samples: Measurement[][] = []
-    let peakRss: number[] = []
+    const samples: Measurement[][] = []
+    const peakRss: number[] = []
     for (let start = 1; start <= starts; start++) {
       const servers: RunningServer[] = []
       try {
         await plan.launch(servers)
-        if (start === 1) {
-          samples = servers.map(() => [])
-          peakRss = servers.map(() => 0)
-        }
         await plan.prepare(servers)
         plan.onPrepared?.(servers)
         const order = servers.map((_, index) => (index + start - 1) % servers.length)
-        const runs = await measureRounds(order.map((index) => servers[index]), order.map((index) => plan.workload(index)),
+        const runs = await measureRounds(order.map((index) => servers[index]), order.map(() => plan.workload()),
           plan.settings, (round, position) => `${plan.label(order[position])}, start ${start} round ${round}`)
         for (const [position, index] of order.entries()) {
-          samples[index].push(...runs[position])
-          peakRss[index] = Math.max(peakRss[index], memory(servers[index].pid).peakRss)
+          (samples[index] ??= []).push(...runs[position])
+          peakRss[index] = Math.max(peakRss[index] ?? 0, memory(servers[index].pid).peakRss)
         }
       } finally {
         for (const server of servers) await server.stop()
@@ -186,5 +177,5 @@ export function createHarness (options: HarnessOptions): Harness {
     return { samples, peakRss }
   }
 
-  return { mode, log, env, startups, start, settings, quietest, measureQuiet, measureRounds, measureStarts, remeasured: () => retries }
+  return { mode, log, env, startups, start, settings, quietest, measureQuiet, measureStarts, remeasured: () => retries }
 }
