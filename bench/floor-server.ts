@@ -28,9 +28,11 @@ export function createFloorServer (options: FloorOptions): FastifyInstance {
   const cats = new Map<number, string>()
   for (let id = 1; id <= options.cats; id++) cats.set(id, JSON.stringify({ id, name: 'Tom', age: 3, breed: 'x' }))
   if (options.headers) {
-    const headers = apiSecurityHeaders()
+    // Set as the service sets them (plugins/response-headers.ts).
+    const headers = Object.entries(apiSecurityHeaders())
     app.addHook('onRequest', (request, reply, done) => {
-      reply.headers(headers).header('x-request-id', request.id)
+      for (const [name, value] of headers) reply.header(name, value)
+      reply.header('x-request-id', request.id)
       done()
     })
   }
