@@ -22,8 +22,11 @@ export interface IdempotentRequest {
   fingerprint: string
 }
 
-/** A create with a key: a new cat, or the JSON text answered the first time. */
-export type IdempotentCreateResult = { replayed: false, cat: StoredCat } | { replayed: true, json: string }
+/** A create with a key: the new cat's JSON text as stored, or (replayed) the JSON text answered the first time. */
+export interface IdempotentCreateResult {
+  replayed: boolean
+  json: string
+}
 
 export const NO_LIMITS: StoreLimits = { maxCats: Number.POSITIVE_INFINITY, maxCatBytes: Number.POSITIVE_INFINITY }
 
@@ -56,9 +59,11 @@ export interface CatsStore {
   findJson: (id: number) => MaybePromise<string | undefined>
   /** Throws CollectionFullError when the store holds `maxCats` already. */
   create: (fields: CreateCatBody) => MaybePromise<StoredCat>
+  /** The same create, answered with the new cat as JSON text, as stored. */
+  createJson: (fields: CreateCatBody) => MaybePromise<string>
   /**
    * Creates the cat and records the key with it atomically, or, when the key was recorded within
-   * IDEMPOTENCY_KEY_TTL_MS, creates nothing and returns the cat's JSON as created. Throws
+   * IDEMPOTENCY_KEY_TTL_MS, creates nothing and returns the cat's JSON as created (either way as JSON text). Throws
    * IdempotencyKeyReusedError for another fingerprint, IdempotencyKeyInUseError while the first
    * request with the key is still running, CollectionFullError as create does (and records nothing).
    */

@@ -84,6 +84,14 @@ export class MemoryCatsStore implements CatsStore {
   }
 
   create (fields: CreateCatBody): StoredCat {
+    return this.#add(fields).cat
+  }
+
+  createJson (fields: CreateCatBody): string {
+    return this.#add(fields).json
+  }
+
+  #add (fields: CreateCatBody): Entry {
     if (this.size >= this.#limits.maxCats) throw new CollectionFullError(this.#limits.maxCats)
     const cat: StoredCat = { id: nextCatId(this.size), name: fields.name, age: fields.age, breed: fields.breed }
     const entry: Entry = { position: ++this.#lastPosition, cat, json: JSON.stringify(cat), removed: false }
@@ -94,7 +102,7 @@ export class MemoryCatsStore implements CatsStore {
       this.#byId.set(cat.id, queue)
     }
     queue.push(entry)
-    return cat
+    return entry
   }
 
   /** Synchronous, so a first request is never in progress when its repeat arrives. */
@@ -107,9 +115,9 @@ export class MemoryCatsStore implements CatsStore {
       if (kept.fingerprint !== request.fingerprint) throw new IdempotencyKeyReusedError()
       return { replayed: true, json: kept.json }
     }
-    const cat = this.create(fields)
-    this.#keys.set(id, { fingerprint: request.fingerprint, json: JSON.stringify(cat), at: now })
-    return { replayed: false, cat }
+    const { json } = this.#add(fields)
+    this.#keys.set(id, { fingerprint: request.fingerprint, json, at: now })
+    return { replayed: false, json }
   }
 
   /** Shallow-merges the fields into the cat; `id` never changes. */

@@ -134,7 +134,7 @@ export class SqlCatsStore implements CatsStore {
    * POST /cats without an Idempotency-Key: the creates of one turn (or of the wait for the running statement) in one
    * statement, committed together, in the order they arrived.
    */
-  readonly #creates: DataLoader<CreateCatBody, StoredCat>
+  readonly #creates: DataLoader<CreateCatBody, CreatedRow>
 
   /**
    * `availability` hears whether each operation reached the database; `now` is the clock idempotency keys
@@ -165,8 +165,8 @@ export class SqlCatsStore implements CatsStore {
       })
       return outcomes
     }, MERGE_BATCHES)
-    this.#creates = batchedStatements<CreateCatBody, StoredCat>(async (cats) =>
-      (await this.#insert(this.#client, cats)).map((row) => row?.data ?? new CollectionFullError(this.#limits.maxCats)), CREATE_BATCHES)
+    this.#creates = batchedStatements<CreateCatBody, CreatedRow>(async (cats) =>
+      (await this.#insert(this.#client, cats)).map((row) => row ?? new CollectionFullError(this.#limits.maxCats)), CREATE_BATCHES)
   }
 
   async count (): Promise<number> {
@@ -197,7 +197,11 @@ export class SqlCatsStore implements CatsStore {
   }
 
   async create (fields: CreateCatBody): Promise<StoredCat> {
-    return this.#guard(() => this.#creates.load(fields))
+    return (await this.#guard(() => this.#creates.load(fields))).data
+  }
+
+  async createJson (fields: CreateCatBody): Promise<string> {
+    return (await this.#guard(() => this.#creates.load(fields))).json
   }
 
   async createOnce (fields: CreateCatBody, request: IdempotentRequest): Promise<IdempotentCreateResult> {
@@ -210,13 +214,13 @@ export class SqlCatsStore implements CatsStore {
       const [kept] = await tx.query<KeyRow>('SELECT fingerprint, response FROM idempotency_keys WHERE scope = $1 AND key = $2', [scope, key])
       if (kept !== undefined) {
         if (kept.fingerprint !== fingerprint) throw new IdempotencyKeyReusedError()
-        return { replayed: true as const, json: kept.response }
+        return { replayed: true, json: kept.response }
       }
       // In the same transaction: the key is committed with its cat or not at all.
       const [row] = await this.#insert(tx, [fields])
       if (row === undefined) throw new CollectionFullError(this.#limits.maxCats)
       await tx.query('INSERT INTO idempotency_keys (scope, key, fingerprint, response, created_at_ms) VALUES ($1, $2, $3, $4, $5)', [scope, key, fingerprint, row.json, now])
-      return { replayed: false as const, cat: row.data }
+      return { replayed: false, json: row.json }
     }))
   }
 
