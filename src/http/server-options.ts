@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import type { FastifyHttpOptions, FastifyRequest } from 'fastify'
+import { LogController, type FastifyHttpOptions, type FastifyRequest } from 'fastify'
 import type { IncomingMessage, Server } from 'node:http'
 import { parseTrustProxy, type Config } from '../config.js'
 import { lazyChildLogger, writesAt } from './request-logger.js'
@@ -55,7 +55,7 @@ export function serverOptions (config: Config): FastifyHttpOptions<Server> {
     childLoggerFactory: lazyChildLogger,
     // Fastify's "incoming request" and "request completed" lines are at info: below that level they
     // would still be built on every request (their objects, the response time) only to be dropped.
-    disableRequestLogging: !writesAt(config.LOG_LEVEL, 'info'),
+    logController: new LogController({ disableRequestLogging: !writesAt(config.LOG_LEVEL, 'info') }),
     clientErrorHandler,
     requestIdHeader: false,
     genReqId: requestId,

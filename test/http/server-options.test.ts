@@ -26,7 +26,7 @@ t.test('a raw Node request is serialized alike, its query string redacted', asyn
 
 t.test("Fastify's per-request lines are built only at a level that writes them (info and below)", async (t) => {
   const disabled = (level: string): boolean | undefined => {
-    const option = serverOptions(loadConfig({ ...testConfig, LOG_LEVEL: level })).disableRequestLogging
+    const option = serverOptions(loadConfig({ ...testConfig, LOG_LEVEL: level })).logController?.disableRequestLogging
     return typeof option === 'boolean' ? option : undefined
   }
   t.strictSame(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'].map(disabled), [false, false, false, true, true, true, true])
