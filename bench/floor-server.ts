@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { Histogram, Registry } from 'prom-client'
-import { apiSecurityHeaders } from '../src/http/security-headers.js'
+import { responseHeadersHook } from '../src/http/security-headers.js'
 import { CatReply, CreateCatBody, JSON_CONTENT_TYPE } from '../src/cats/schemas.js'
 
 export interface FloorOptions {
@@ -27,15 +27,8 @@ export function createFloorServer (options: FloorOptions): FastifyInstance {
   const app = Fastify({ logger: false, genReqId: options.headers ? () => randomUUID() : undefined })
   const cats = new Map<number, string>()
   for (let id = 1; id <= options.cats; id++) cats.set(id, JSON.stringify({ id, name: 'Tom', age: 3, breed: 'x' }))
-  if (options.headers) {
-    // Set as the service sets them (plugins/response-headers.ts).
-    const headers = Object.entries(apiSecurityHeaders())
-    app.addHook('onRequest', (request, reply, done) => {
-      for (const [name, value] of headers) reply.header(name, value)
-      reply.header('x-request-id', request.id)
-      done()
-    })
-  }
+  // The service's own hook (plugins/response-headers.ts).
+  if (options.headers) app.addHook('onRequest', responseHeadersHook())
   if (options.metrics === true) {
     const duration = new Histogram({ name: 'floor_request_duration_seconds', help: 'Request duration', labelNames: ['method', 'route', 'status_code'], registers: [new Registry()] })
     app.addHook('onResponse', (request, reply, done) => {
