@@ -27,7 +27,7 @@ export function createFloorServer (options: FloorOptions): FastifyInstance {
   const app = Fastify({ logger: false, genReqId: options.headers ? () => randomUUID() : undefined })
   const cats = new Map<number, string>()
   for (let id = 1; id <= options.cats; id++) cats.set(id, JSON.stringify({ id, name: 'Tom', age: 3, breed: 'x' }))
-  // The service's own hook (plugins/response-headers.ts).
+  // The hook the service registers (plugins/response-headers.ts).
   if (options.headers) app.addHook('onRequest', responseHeadersHook())
   if (options.metrics === true) {
     const duration = new Histogram({ name: 'floor_request_duration_seconds', help: 'Request duration', labelNames: ['method', 'route', 'status_code'], registers: [new Registry()] })
