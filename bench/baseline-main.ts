@@ -1,4 +1,8 @@
+import { keepNextTickShapes } from '../src/next-tick-shapes.js'
 import { createBaselineServer } from './baseline-server.js'
+
+// The same process set-up as the service's server, so that nextTick's speed is not a draw on either side.
+keepNextTickShapes()
 
 // `node --import tsx bench/baseline-main.ts` runs it by hand; the benchmark runs it
 // transpiled to dist/bench/ (see compileBaseline in servers.ts), without a loader.

@@ -1,4 +1,8 @@
+import { keepNextTickShapes } from '../src/next-tick-shapes.js'
 import { createFloorServer } from './floor-server.js'
+
+// As the service's server and the baseline do.
+keepNextTickShapes()
 
 // Run by the benchmark (transpiled to dist/bench/ like the baseline): PORT, FLOOR_CATS, FLOOR_HEADERS=1, FLOOR_METRICS=1.
 const env = process.env
