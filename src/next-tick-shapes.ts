@@ -18,21 +18,18 @@ const kept: object[] = []
  * more machine instructions per small request. An entry that stays alive keeps its classes,
  * and with them the caches' one class.
  *
- * The entry is taken from the `init` callback of an async hook that is enabled for the one
- * nextTick made here and disabled again in that callback, so no hook runs afterwards.
- * Returns the entry it keeps.
+ * The entry is taken from the `init` callback of an async hook that is enabled only for the
+ * nextTick made here (the one async resource it creates) and disabled in that callback, so no
+ * hook runs afterwards. Returns the entry it keeps.
  */
 export function keepNextTickShapes (): object | undefined {
-  let entry: object | undefined
   const hook = createHook({
-    init (_asyncId, type, _triggerAsyncId, resource) {
-      if (type !== 'TickObject') return
-      entry = resource
+    init (_asyncId, _type, _triggerAsyncId, resource) {
+      kept.push(resource)
       hook.disable()
     }
   })
   hook.enable()
   process.nextTick(() => {})
-  if (entry !== undefined) kept.push(entry)
-  return entry
+  return kept.at(-1)
 }
