@@ -17,8 +17,9 @@
  * Each server is started `--starts` times (2, side by side) under callgrind: cats are created, 20,000
  * requests warm it up, the counters are zeroed, and `--requests` (10,000) more are
  * counted. A start now and then settles into a slower state of V8's compiled code (the
- * same server counting a third more or worse), so the table gives every start and
- * the lowest, which is the steady state that most starts reach.
+ * same server counting a third more or worse; one such state, nextTick's caches turned
+ * megamorphic, is kept away on every server, see src/next-tick-shapes.ts), so the table
+ * gives every start and the lowest, which is the steady state that most starts reach.
  */
 import { randomBytes } from 'node:crypto'
 import { execFileSync, spawnSync } from 'node:child_process'
