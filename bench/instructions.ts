@@ -74,6 +74,11 @@ const allGroups: Array<{ scenarioId: string, contenders: Contender[] }> = [
 // --only cat-read,cat-create counts those scenarios alone.
 const only = values.only?.split(',')
 const groups = only === undefined ? allGroups : allGroups.filter((group) => only.includes(group.scenarioId))
+const unknown = only?.filter((id) => !allGroups.some((group) => group.scenarioId === id)) ?? []
+if (unknown.length > 0) {
+  log(`--only: no such scenario ${unknown.join(', ')}; these are counted: ${allGroups.map((group) => group.scenarioId).join(', ')}`)
+  process.exit(1)
+}
 
 /**
  * The instructions the first callgrind dump in `dir` counted (its `totals:` line). callgrind_control

@@ -197,11 +197,16 @@ export class SqlCatsStore implements CatsStore {
   }
 
   async create (fields: CreateCatBody): Promise<StoredCat> {
-    return (await this.#guard(() => this.#creates.load(fields))).data
+    return (await this.#created(fields)).data
   }
 
   async createJson (fields: CreateCatBody): Promise<string> {
-    return (await this.#guard(() => this.#creates.load(fields))).json
+    return (await this.#created(fields)).json
+  }
+
+  /** The new cat's row, as the batched create of its turn inserted it. */
+  async #created (fields: CreateCatBody): Promise<CreatedRow> {
+    return this.#guard(() => this.#creates.load(fields))
   }
 
   async createOnce (fields: CreateCatBody, request: IdempotentRequest): Promise<IdempotentCreateResult> {
