@@ -4,9 +4,9 @@ import { createFloorServer } from './floor-server.js'
 // As the service's server and the baseline do.
 keepNextTickShapes()
 
-// Run by the benchmark (transpiled to dist/bench/ like the baseline): PORT, FLOOR_CATS, FLOOR_HEADERS=1, FLOOR_METRICS=1.
+// Run by the benchmark (transpiled to dist/bench/ like the baseline): PORT, JWT_SECRET, FLOOR_CATS, FLOOR_HEADERS=1, FLOOR_METRICS=1.
 const env = process.env
-const app = createFloorServer({ cats: Number(env.FLOOR_CATS ?? 1000), headers: env.FLOOR_HEADERS === '1', metrics: env.FLOOR_METRICS === '1' })
+const app = createFloorServer({ cats: Number(env.FLOOR_CATS ?? 1000), jwtSecret: env.JWT_SECRET ?? '', headers: env.FLOOR_HEADERS === '1', metrics: env.FLOOR_METRICS === '1' })
 await app.listen({ port: Number(env.PORT ?? 3002), host: '127.0.0.1' })
 
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {

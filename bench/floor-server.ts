@@ -1,22 +1,39 @@
 import { randomUUID } from 'node:crypto'
-import Fastify, { type FastifyInstance } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify'
+import fastifyJwt from '@fastify/jwt'
+import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { Histogram, Registry } from 'prom-client'
 import { responseHeadersHook } from '../src/http/security-headers.js'
 import { CatReply, CreateCatBody, JSON_CONTENT_TYPE } from '../src/cats/schemas.js'
+import { Identity, VerifiedClaims } from '../src/auth/schemas.js'
+import { DEMO_USERS } from '../src/auth/demo-users.js'
+import { hasAllowedAge } from '../src/auth/token-claims.js'
+import { MemoryRevocationStore } from '../src/auth/revocation-store.js'
+import { errorBody } from '../src/http/error-body.js'
+import { InvalidToken } from '../src/http/errors.js'
 
 export interface FloorOptions {
   /** Cats 1..n to serve. */
   cats: number
+  /** The HS256 secret of the tokens GET /profile accepts (the service's JWT_SECRET). */
+  jwtSecret: string
   /** Send the service's security headers and a request id (a UUID) on every response. */
   headers: boolean
   /** Observe each request's duration in a prom-client histogram by method, route and status, in an onResponse hook. */
   metrics?: boolean
 }
 
+const claimsCheck = TypeCompiler.Compile(VerifiedClaims)
+const BEARER_PREFIX = /^bearer +/i
+const TOKEN_LIFETIME_SECONDS = 3600
+const INVALID_TOKEN_BODY = errorBody(new InvalidToken())
+
 /**
- * The floor under the service's cost on GET /cats/:id and POST /cats: the least
- * a Fastify app can do for them — these routes, no logger, no other hooks; a
- * sync handler returning the cat's JSON text for the read, and for the create
+ * The floor under the service's cost on GET /profile, GET /cats/:id and POST /cats:
+ * the least a Fastify app can do for them — these routes, no logger, no other hooks; for
+ * the profile, @fastify/jwt's verify and the service's checks of the claims (shape, age,
+ * denylist, user) in a callback onRequest hook, and the identity through its reply
+ * schema; a sync handler returning the cat's JSON text for the read, and for the create
  * the service's body and reply schemas (Ajv and fast-json-stringify, as any
  * validated Fastify route has) around a Map. With `headers`, it adds only what
  * the service sends on every response. It tells how much of the
@@ -36,6 +53,33 @@ export function createFloorServer (options: FloorOptions): FastifyInstance {
       done()
     })
   }
+  const usernames = new Map<unknown, string>(DEMO_USERS.map((user) => [user.id, user.username]))
+  const revocations = new MemoryRevocationStore()
+  app.register(fastifyJwt, { secret: options.jwtSecret, verify: { algorithms: ['HS256'], requiredClaims: ['exp', 'iat', 'sub', 'username'] } })
+  const refuse = (reply: FastifyReply): void => {
+    reply.code(401).header('www-authenticate', 'Bearer error="invalid_token"').send(INVALID_TOKEN_BODY)
+  }
+  app.get('/profile', {
+    schema: { response: { 200: Identity } },
+    onRequest: (request, reply, done) => {
+      const header = request.headers.authorization ?? ''
+      const prefix = BEARER_PREFIX.exec(header)
+      let claims: unknown
+      try {
+        claims = prefix === null ? undefined : app.jwt.verify(header.slice(prefix[0].length))
+      } catch {
+        refuse(reply)
+        return
+      }
+      if (!claimsCheck.Check(claims) || !hasAllowedAge(claims, TOKEN_LIFETIME_SECONDS, Math.floor(Date.now() / 1000)) ||
+        revocations.isRevoked(claims.jti, claims.sid) || usernames.get(claims.sub) !== claims.username) {
+        refuse(reply)
+        return
+      }
+      request.user = { userId: claims.sub, username: claims.username }
+      done()
+    }
+  }, (request) => request.user)
   app.get<{ Params: { id: string } }>('/cats/:id', (request, reply) => {
     const json = cats.get(Number(request.params.id))
     if (json === undefined) return ''

@@ -101,7 +101,7 @@ export function serverEnvironments (secret: string, logLevel: string): Record<Se
       LOGIN_CLIENT_MAX_FAILURES: '1000000000'
     },
     baseline: { JWT_SECRET: secret, CATS_MAX: String(CATS_MAX) },
-    floor: { FLOOR_CATS: '1000' }
+    floor: { JWT_SECRET: secret, FLOOR_CATS: '1000' }
   }
 }
 

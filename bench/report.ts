@@ -107,7 +107,7 @@ export interface FloorResult {
   baseline: SideSummary
   /** The baseline without the service's security headers and request id. */
   bareBaseline: SideSummary
-  /** bench/floor-server.ts: one Fastify route, nothing else. */
+  /** bench/floor-server.ts: the route on Fastify, nothing else. */
   bare: SideSummary
   /** The same plus the service's security headers and request id. */
   headers: SideSummary
@@ -258,7 +258,7 @@ export function markdown (report: BenchReport): string {
       [
         row('baseline (node:http, with the service\'s headers)', floor.baseline),
         row('baseline without the security headers and request id (reported, not a target)', floor.bareBaseline),
-        row('Fastify: these routes, no logger, no hooks (the create with the service\'s body and reply schemas)', floor.bare),
+        row('Fastify: these routes, no logger, no other hooks (the create with the service\'s body and reply schemas, the profile with @fastify/jwt and its guard hook)', floor.bare),
         row('the same + the service\'s security headers and request id', floor.headers),
         row('the same + a prom-client histogram observed in an onResponse hook, as the service with metrics on', floor.headersMetrics),
         row('the service', floor.project),
