@@ -1,5 +1,7 @@
 import { keepNextTickShapes } from '../src/next-tick-shapes.js'
 import { createBaselineServer } from './baseline-server.js'
+import { loadConfig } from '../src/config.js'
+import { serverOptions } from '../src/http/server-options.js'
 
 // The same process set-up as the service's server, so that nextTick's speed is not a draw on either side.
 keepNextTickShapes()
@@ -20,7 +22,9 @@ const server = createBaselineServer({
   bodyLimit: optional('BODY_LIMIT'),
   hashConcurrency: optional('HASH_CONCURRENCY'),
   hashQueueMax: optional('HASH_QUEUE_MAX'),
-  headers: env.BASELINE_HEADERS !== '0'
+  headers: env.BASELINE_HEADERS !== '0',
+  // The service's timeouts for the same environment, its idle-socket timeout among them.
+  server: serverOptions(loadConfig({ ...env, JWT_SECRET: secret }))
 })
 const port = Number(env.PORT ?? 3001)
 server.listen(port, '127.0.0.1', () => {

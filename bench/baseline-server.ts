@@ -14,7 +14,7 @@ import { hasAllowedAge } from '../src/auth/token-claims.js'
 import { MemoryRevocationStore } from '../src/auth/revocation-store.js'
 import { errorBody } from '../src/http/error-body.js'
 import { apiSecurityHeaders } from '../src/http/security-headers.js'
-import { requestId } from '../src/http/server-options.js'
+import { requestId, type StandaloneServerOptions } from '../src/http/server-options.js'
 import {
   CollectionFull, InvalidCredentials, InvalidToken, MissingToken, retryAfterFor, RouteNotFound, TooManyLoginsInProgress, type ServiceError
 } from '../src/http/errors.js'
@@ -42,7 +42,15 @@ export interface BaselineOptions {
   hashQueueMax?: number
   /** Send the service's security headers and request id (default true); without them it is the floor of the earlier comparison. */
   headers?: boolean
+  /**
+   * The service's HTTP server settings (src/http/server-options.ts): its timeouts, idle-socket one included, and
+   * header limit, applied to node:http as Fastify applies them. Without them, Node's defaults (no idle-socket timeout).
+   */
+  server?: HttpServerSettings
 }
+
+/** The settings of the service's server that node:http itself carries out. */
+export type HttpServerSettings = Pick<StandaloneServerOptions, 'connectionTimeout' | 'keepAliveTimeout' | 'requestTimeout' | 'http'>
 
 interface Issue {
   field: string
@@ -153,10 +161,17 @@ const busy = (): Error => new Error('busy')
 
 export function createBaselineServer (options: BaselineOptions): Server {
   const serviceHeaders = options.headers ?? true
-  const server = createServer((req, res) => {
+  const settings = options.server
+  const server = createServer(settings?.http ?? {}, (req, res) => {
     if (!serviceHeaders) withoutServiceHeaders.add(res)
     route(req, res)
   })
+  if (settings !== undefined) {
+    // As Fastify's createServer does with the same options.
+    server.keepAliveTimeout = settings.keepAliveTimeout
+    server.requestTimeout = settings.requestTimeout
+    server.setTimeout(settings.connectionTimeout)
+  }
   const expiresIn = options.expiresIn ?? 3600
   const catsMax = options.catsMax ?? 100_000
   const bodyLimit = options.bodyLimit ?? 16_384
@@ -310,7 +325,5 @@ export function createBaselineServer (options: BaselineOptions): Server {
     notFound(req, res)
   }
 
-  // Fastify's default, so both servers keep connections alike.
-  server.keepAliveTimeout = 72_000
   return server
 }

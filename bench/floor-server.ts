@@ -10,6 +10,7 @@ import { DEMO_USERS } from '../src/auth/demo-users.js'
 import { hasAllowedAge } from '../src/auth/token-claims.js'
 import { MemoryRevocationStore } from '../src/auth/revocation-store.js'
 import { errorBody } from '../src/http/error-body.js'
+import type { HttpServerSettings } from './baseline-server.js'
 import { InvalidToken } from '../src/http/errors.js'
 
 export interface FloorOptions {
@@ -19,6 +20,8 @@ export interface FloorOptions {
   jwtSecret: string
   /** Send the service's security headers and a request id (a UUID) on every response. */
   headers: boolean
+  /** The service's timeouts and header limit (see the baseline's option of the same name); Fastify's defaults without. */
+  server?: HttpServerSettings
   /** Observe each request's duration in a prom-client histogram by method, route and status, in an onResponse hook. */
   metrics?: boolean
 }
@@ -41,7 +44,7 @@ const INVALID_TOKEN_BODY = errorBody(new InvalidToken())
  * service's own code. With `metrics`, it adds what the service does per request with metrics on.
  */
 export function createFloorServer (options: FloorOptions): FastifyInstance {
-  const app = Fastify({ logger: false, genReqId: options.headers ? () => randomUUID() : undefined })
+  const app = Fastify({ ...options.server, logger: false, genReqId: options.headers ? () => randomUUID() : undefined })
   const cats = new Map<number, string>()
   for (let id = 1; id <= options.cats; id++) cats.set(id, JSON.stringify({ id, name: 'Tom', age: 3, breed: 'x' }))
   // The hook the service registers (plugins/response-headers.ts).

@@ -16,6 +16,7 @@ import { LowMemory } from '../../src/http/errors.js'
 import { invalidRequest } from '../../src/http/validation-issues.js'
 import { writesAllowed } from '../../src/cats/memory-guard.js'
 import { findMergeProblems } from '../../src/cats/merge-safety.js'
+import { mapMaybePromise } from '../../src/cats/cats-store.js'
 
 const cats: FastifyPluginAsyncTypebox = async (fastify) => {
   const { CATS_AUTH, WRITE_HEAP_RATIO } = fastify.config
@@ -30,6 +31,12 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
   const noCat = (reply: FastifyReply): string => {
     reply.type(TEXT_CONTENT_TYPE)
     return ''
+  }
+  // A cat's JSON text as the store keeps it, or the empty answer when no cat has the id.
+  const catOrNoCat = (reply: FastifyReply, json: string | undefined): string => {
+    if (json === undefined) return noCat(reply)
+    reply.type(JSON_CONTENT_TYPE)
+    return json
   }
 
   // heapUsed is under-pressure's once-a-second sample, so the check costs nothing per request.
@@ -59,21 +66,23 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
         507: insufficientStorage
       }
     }
-  }, async (request, reply) => {
+  }, (request, reply) => {
     assertMemoryForWrites()
     const key = request.headers['idempotency-key']
     // The store's JSON text of the cat has exactly the reply's fields in its order, so it is sent as it is.
     reply.code(201).type(JSON_CONTENT_TYPE)
     if (key === undefined) return fastify.catsStore.createJson(request.body)
     const { name, age, breed } = request.body
-    const result = await fastify.catsStore.createOnce(request.body, {
+    const result = fastify.catsStore.createOnce(request.body, {
       // Per user when creates need a token, so one user's key never answers another's request.
       scope: guarded ? String(request.user.userId) : '',
       key,
       fingerprint: createHash('sha256').update(JSON.stringify([name, age, breed])).digest('base64url')
     })
-    if (result.replayed) reply.header('idempotent-replayed', 'true')
-    return result.json
+    return mapMaybePromise(result, ({ json, replayed }) => {
+      if (replayed) reply.header('idempotent-replayed', 'true')
+      return json
+    })
   })
 
   fastify.get('', {
@@ -116,12 +125,7 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
       params: CatIdParams,
       response: { 200: catOrNothing('The cat, or an empty text/plain body when no cat has this id', JsonText(ref(StoredCat))), 400: badId, ...authErrors, 503: storeUnavailable }
     }
-  }, async (request, reply) => {
-    const json = await fastify.catsStore.findJson(catId(request.params))
-    if (json === undefined) return noCat(reply)
-    reply.type(JSON_CONTENT_TYPE)
-    return json
-  })
+  }, (request, reply) => mapMaybePromise(fastify.catsStore.findJson(catId(request.params)), (json) => catOrNoCat(reply, json)))
 
   fastify.put('/:id', {
     ...guard,
@@ -143,15 +147,12 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
         507: insufficientStorage
       }
     }
-  }, async (request, reply) => {
+  }, (request, reply) => {
     const problems = findMergeProblems(request.body)
     if (problems.length > 0) throw invalidRequest('body', problems)
     assertMemoryForWrites()
     // The merged cat's JSON as stored: serialized once, by the store.
-    const json = await fastify.catsStore.updateJson(catId(request.params), request.body)
-    if (json === undefined) return noCat(reply)
-    reply.type(JSON_CONTENT_TYPE)
-    return json
+    return mapMaybePromise(fastify.catsStore.updateJson(catId(request.params), request.body), (json) => catOrNoCat(reply, json))
   })
 
   fastify.delete('/:id', {
@@ -169,10 +170,7 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
         503: storeUnavailable
       }
     }
-  }, async (request) => {
-    await fastify.catsStore.remove(catId(request.params))
-    return { deleted: true as const }
-  })
+  }, (request) => mapMaybePromise(fastify.catsStore.remove(catId(request.params)), () => ({ deleted: true as const })))
 }
 
 export default cats

@@ -13,7 +13,7 @@ const profile: FastifyPluginAsyncTypebox = async (fastify) => {
       security: BEARER_SECURITY,
       response: { 200: ref(Identity, { description: 'The user the token was issued to' }), 401: unauthorized, 503: overloaded }
     }
-  }, async (request) => request.user)
+  }, (request) => request.user)
 }
 
 export default profile

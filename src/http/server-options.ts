@@ -37,12 +37,16 @@ export function requestForLog (request: FastifyRequest | IncomingMessage): Recor
   }
 }
 
+/** The standalone server's options; the timeouts and the node:http options are always set. */
+export type StandaloneServerOptions = FastifyHttpOptions<Server> &
+  Required<Pick<FastifyHttpOptions<Server>, 'connectionTimeout' | 'keepAliveTimeout' | 'requestTimeout' | 'http'>>
+
 /**
  * Options of the standalone server (a host app that embeds the plugin sets its own):
  * logging with secrets redacted (query strings included), request ids, proxy trust and the limits that
  * keep slow or oversized requests from holding the server.
  */
-export function serverOptions (config: Config): FastifyHttpOptions<Server> {
+export function serverOptions (config: Config): StandaloneServerOptions {
   return {
     logger: {
       level: config.LOG_LEVEL,

@@ -239,3 +239,28 @@ t.test('without the service headers (the floor of the earlier comparison) only t
   const reply = await pair.baseline({ url: '/cats/1', headers: { 'x-request-id': randomUUID() } })
   t.strictSame(Object.keys(reply.headers), ['content-length', 'content-type'])
 })
+
+t.test('given the service\'s server options, the baseline\'s node:http server has the service\'s timeouts and header limit', async (t) => {
+  const options = serverOptions(loadConfig({
+    JWT_SECRET: SECRET,
+    LOG_LEVEL: 'silent',
+    CONNECTION_TIMEOUT_MS: '12345',
+    KEEP_ALIVE_TIMEOUT_MS: '2345',
+    REQUEST_TIMEOUT_MS: '23456',
+    HEADERS_TIMEOUT_MS: '3456',
+    MAX_HEADER_BYTES: '8000'
+  }))
+  const service = Fastify(options)
+  t.teardown(() => service.close())
+  const baseline = createBaselineServer({ jwtSecret: SECRET, server: options })
+  const withDefaults = createBaselineServer({ jwtSecret: SECRET })
+  t.teardown(() => {
+    baseline.close()
+    withDefaults.close()
+  })
+  const settings = (server: typeof baseline): number[] => [server.timeout, server.keepAliveTimeout, server.requestTimeout, server.headersTimeout]
+  t.strictSame(settings(service.server), [12345, 2345, 23456, 3456])
+  t.strictSame(settings(baseline), settings(service.server))
+  // Without them, Node's defaults: no idle-socket timeout.
+  t.equal(withDefaults.timeout, 0)
+})
