@@ -24,7 +24,7 @@ const server = createBaselineServer({
   hashQueueMax: optional('HASH_QUEUE_MAX'),
   headers: env.BASELINE_HEADERS !== '0',
   // The service's timeouts for the same environment, its idle-socket timeout among them.
-  server: serverOptions(loadConfig({ ...env, JWT_SECRET: secret }))
+  server: serverOptions(loadConfig(env))
 })
 const port = Number(env.PORT ?? 3001)
 server.listen(port, '127.0.0.1', () => {

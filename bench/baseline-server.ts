@@ -11,6 +11,7 @@ import { TEXT_CONTENT_TYPE } from '../src/cats/schemas.js'
 import { UserStore } from '../src/auth/users.js'
 import type { Identity } from '../src/auth/schemas.js'
 import { hasAllowedAge } from '../src/auth/token-claims.js'
+import { bearerToken } from '../src/auth/bearer-token.js'
 import { MemoryRevocationStore } from '../src/auth/revocation-store.js'
 import { errorBody } from '../src/http/error-body.js'
 import { apiSecurityHeaders } from '../src/http/security-headers.js'
@@ -62,7 +63,6 @@ type BodyHandler = (res: ServerResponse, body: unknown) => void
 
 const JSON_TYPE = 'application/json; charset=utf-8'
 const JSON_MEDIA = /^application\/json\s*(;|$)/i
-const BEARER_PREFIX = /^bearer +/i
 const ID_PATTERN = /^-?[0-9]{1,15}$/
 
 /** A token or session id as the service's claims schema allows it. */
@@ -210,15 +210,14 @@ export function createBaselineServer (options: BaselineOptions): Server {
 
   /** The guard: the request's verified claims and identity, or undefined after answering 401. */
   function authenticate (req: IncomingMessage, res: ServerResponse): { claims: JsonObject, identity: Identity } | undefined {
-    const header = req.headers.authorization
-    const prefix = header === undefined ? null : BEARER_PREFIX.exec(header)
-    if (header === undefined || prefix === null) {
+    const token = bearerToken(req.headers.authorization)
+    if (token === undefined) {
       unauthorized(res, false)
       return undefined
     }
     let verified: { claims: JsonObject, identity: Identity | undefined }
     try {
-      const claims = verify(header.slice(prefix[0].length))
+      const claims = verify(token)
       verified = { claims, identity: identify(claims) }
     } catch {
       verified = { claims: {}, identity: undefined }

@@ -10,25 +10,24 @@ import { DEMO_USERS } from '../src/auth/demo-users.js'
 import { hasAllowedAge } from '../src/auth/token-claims.js'
 import { MemoryRevocationStore } from '../src/auth/revocation-store.js'
 import { errorBody } from '../src/http/error-body.js'
-import type { HttpServerSettings } from './baseline-server.js'
+import { bearerToken } from '../src/auth/bearer-token.js'
+import { jwtOptions } from '../src/auth/jwt-options.js'
+import { durationToSeconds, type Config } from '../src/config.js'
+import { serverOptions } from '../src/http/server-options.js'
 import { InvalidToken } from '../src/http/errors.js'
 
 export interface FloorOptions {
   /** Cats 1..n to serve. */
   cats: number
-  /** The HS256 secret of the tokens GET /profile accepts (the service's JWT_SECRET). */
-  jwtSecret: string
+  /** The service's settings: the tokens GET /profile accepts, and the server's timeouts and header limit. */
+  config: Config
   /** Send the service's security headers and a request id (a UUID) on every response. */
   headers: boolean
-  /** The service's timeouts and header limit (see the baseline's option of the same name); Fastify's defaults without. */
-  server?: HttpServerSettings
   /** Observe each request's duration in a prom-client histogram by method, route and status, in an onResponse hook. */
   metrics?: boolean
 }
 
 const claimsCheck = TypeCompiler.Compile(VerifiedClaims)
-const BEARER_PREFIX = /^bearer +/i
-const TOKEN_LIFETIME_SECONDS = 3600
 const INVALID_TOKEN_BODY = errorBody(new InvalidToken())
 
 /**
@@ -44,7 +43,10 @@ const INVALID_TOKEN_BODY = errorBody(new InvalidToken())
  * service's own code. With `metrics`, it adds what the service does per request with metrics on.
  */
 export function createFloorServer (options: FloorOptions): FastifyInstance {
-  const app = Fastify({ ...options.server, logger: false, genReqId: options.headers ? () => randomUUID() : undefined })
+  const { config } = options
+  // The service's timeouts and header limit, as the baseline has them.
+  const { connectionTimeout, keepAliveTimeout, requestTimeout, http } = serverOptions(config)
+  const app = Fastify({ connectionTimeout, keepAliveTimeout, requestTimeout, http, logger: false, genReqId: options.headers ? () => randomUUID() : undefined })
   const cats = new Map<number, string>()
   for (let id = 1; id <= options.cats; id++) cats.set(id, JSON.stringify({ id, name: 'Tom', age: 3, breed: 'x' }))
   // The hook the service registers (plugins/response-headers.ts).
@@ -58,23 +60,23 @@ export function createFloorServer (options: FloorOptions): FastifyInstance {
   }
   const usernames = new Map<unknown, string>(DEMO_USERS.map((user) => [user.id, user.username]))
   const revocations = new MemoryRevocationStore()
-  app.register(fastifyJwt, { secret: options.jwtSecret, verify: { algorithms: ['HS256'], requiredClaims: ['exp', 'iat', 'sub', 'username'] } })
+  const lifetimeSeconds = durationToSeconds(config.JWT_EXPIRES_IN)
+  app.register(fastifyJwt, jwtOptions(config))
   const refuse = (reply: FastifyReply): void => {
     reply.code(401).header('www-authenticate', 'Bearer error="invalid_token"').send(INVALID_TOKEN_BODY)
   }
   app.get('/profile', {
     schema: { response: { 200: Identity } },
     onRequest: (request, reply, done) => {
-      const header = request.headers.authorization ?? ''
-      const prefix = BEARER_PREFIX.exec(header)
+      const token = bearerToken(request.headers.authorization)
       let claims: unknown
       try {
-        claims = prefix === null ? undefined : app.jwt.verify(header.slice(prefix[0].length))
+        claims = token === undefined ? undefined : app.jwt.verify(token)
       } catch {
         refuse(reply)
         return
       }
-      if (!claimsCheck.Check(claims) || !hasAllowedAge(claims, TOKEN_LIFETIME_SECONDS, Math.floor(Date.now() / 1000)) ||
+      if (!claimsCheck.Check(claims) || !hasAllowedAge(claims, lifetimeSeconds, Math.floor(Date.now() / 1000)) ||
         revocations.isRevoked(claims.jti, claims.sid) || usernames.get(claims.sub) !== claims.username) {
         refuse(reply)
         return

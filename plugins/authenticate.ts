@@ -6,6 +6,7 @@ import { errorBody } from '../src/http/error-body.js'
 import { InvalidToken, MissingToken } from '../src/http/errors.js'
 import { hasAllowedAge, userStillExists } from '../src/auth/token-claims.js'
 import { durationToSeconds } from '../src/config.js'
+import { bearerToken } from '../src/auth/bearer-token.js'
 import type { AppOptions } from '../src/app-options.js'
 import type { Sessions } from '../src/auth/sessions.js'
 
@@ -21,14 +22,6 @@ declare module 'fastify' {
 }
 
 const claimsCheck = TypeCompiler.Compile(VerifiedClaims)
-const BEARER_PREFIX = /^bearer +/i
-
-/** What follows `Bearer ` (the scheme name is case-insensitive); undefined for another or no scheme. */
-function bearerToken (header: string | undefined): string | undefined {
-  if (header === undefined) return undefined
-  const prefix = BEARER_PREFIX.exec(header)
-  return prefix === null ? undefined : header.slice(prefix[0].length)
-}
 
 // The 401 bodies, built once: the guard answers directly instead of throwing, because
 // the 401 path is hot under attack and needs no stack trace.

@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
 import fastifyJwt from '@fastify/jwt'
-import { durationToSeconds } from '../src/config.js'
+import { jwtOptions } from '../src/auth/jwt-options.js'
 import type { Identity, TokenClaims } from '../src/auth/schemas.js'
 
 // Keeps @fastify/jwt's own declarations (request.user, fastify.jwt) in this module's
@@ -16,24 +16,5 @@ declare module '@fastify/jwt' {
 
 /** Signs and verifies access tokens: HS256 only, with the configured lifetime. */
 export default fp(async (fastify) => {
-  const { JWT_SECRET, JWT_EXPIRES_IN, JWT_ISSUER, JWT_AUDIENCE } = fastify.config
-  await fastify.register(fastifyJwt, {
-    secret: JWT_SECRET,
-    sign: {
-      algorithm: 'HS256',
-      expiresIn: durationToSeconds(JWT_EXPIRES_IN), // @fastify/jwt reads a number as seconds
-      ...(JWT_ISSUER !== undefined && { iss: JWT_ISSUER }),
-      ...(JWT_AUDIENCE !== undefined && { aud: JWT_AUDIENCE })
-    },
-    verify: {
-      algorithms: ['HS256'],
-      requiredClaims: [
-        'exp', 'iat', 'sub', 'username',
-        ...(JWT_ISSUER !== undefined ? ['iss'] : []),
-        ...(JWT_AUDIENCE !== undefined ? ['aud'] : [])
-      ],
-      ...(JWT_ISSUER !== undefined && { allowedIss: JWT_ISSUER }),
-      ...(JWT_AUDIENCE !== undefined && { allowedAud: JWT_AUDIENCE })
-    }
-  })
+  await fastify.register(fastifyJwt, jwtOptions(fastify.config))
 }, { name: 'jwt', dependencies: ['config'] })

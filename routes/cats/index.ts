@@ -27,16 +27,11 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
   const authErrors = guarded ? { 401: unauthorized } : {}
   const badId = badRequest('The id is not an integer in decimal digits', 'params.id', `must match pattern "${INTEGER_TEXT_PATTERN}"`)
   const catId = (params: CatIdParams): number => Number(params.id)
-  // No cat has the id: an empty 200, as text/plain so that no client parses it as a cat.
-  const noCat = (reply: FastifyReply): string => {
-    reply.type(TEXT_CONTENT_TYPE)
-    return ''
-  }
-  // A cat's JSON text as the store keeps it, or the empty answer when no cat has the id.
+  // A cat's JSON text as the store keeps it; when no cat has the id, an empty 200, as text/plain so that no
+  // client parses it as a cat.
   const catOrNoCat = (reply: FastifyReply, json: string | undefined): string => {
-    if (json === undefined) return noCat(reply)
-    reply.type(JSON_CONTENT_TYPE)
-    return json
+    reply.type(json === undefined ? TEXT_CONTENT_TYPE : JSON_CONTENT_TYPE)
+    return json ?? ''
   }
 
   // heapUsed is under-pressure's once-a-second sample, so the check costs nothing per request.
