@@ -2,6 +2,7 @@ import { keepNextTickShapes } from '../src/next-tick-shapes.js'
 import { createBaselineServer } from './baseline-server.js'
 import { loadConfig } from '../src/config.js'
 import { serverOptions } from '../src/http/server-options.js'
+import { collectDefaultMetrics, Registry } from 'prom-client'
 
 // The same process set-up as the service's server, so that nextTick's speed is not a draw on either side.
 keepNextTickShapes()
@@ -16,6 +17,14 @@ if (secret === undefined || secret.length < 32) {
 }
 const optional = (name: string): number | undefined => env[name] === undefined ? undefined : Number(env[name])
 
+/** BASELINE_METRICS=1: what the service does with metrics on, its per-request histogram and the process's default metrics. */
+function metricsRegistry (): Registry | undefined {
+  if (env.BASELINE_METRICS !== '1') return undefined
+  const registry = new Registry()
+  collectDefaultMetrics({ register: registry })
+  return registry
+}
+
 const server = createBaselineServer({
   jwtSecret: secret,
   catsMax: optional('CATS_MAX'),
@@ -23,6 +32,7 @@ const server = createBaselineServer({
   hashConcurrency: optional('HASH_CONCURRENCY'),
   hashQueueMax: optional('HASH_QUEUE_MAX'),
   headers: env.BASELINE_HEADERS !== '0',
+  metrics: metricsRegistry(),
   // The service's timeouts for the same environment, its idle-socket timeout among them.
   server: serverOptions(loadConfig(env))
 })

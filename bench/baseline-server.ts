@@ -1,6 +1,8 @@
 import { Buffer } from 'node:buffer'
 import { randomUUID } from 'node:crypto'
 import { createServer, STATUS_CODES, type IncomingMessage, type OutgoingHttpHeaders, type Server, type ServerResponse } from 'node:http'
+import { performance } from 'node:perf_hooks'
+import type { Registry } from 'prom-client'
 import { createSigner, createVerifier } from 'fast-jwt'
 import { HashQueue } from '../src/auth/hash-queue.js'
 import { PasswordWorkers } from '../src/auth/password-workers.js'
@@ -14,6 +16,7 @@ import { hasAllowedAge } from '../src/auth/token-claims.js'
 import { bearerToken } from '../src/auth/bearer-token.js'
 import { MemoryRevocationStore } from '../src/auth/revocation-store.js'
 import { errorBody } from '../src/http/error-body.js'
+import { ServiceMetrics, UNMATCHED_ROUTE } from '../src/metrics/service-metrics.js'
 import { apiSecurityHeaders } from '../src/http/security-headers.js'
 import { requestId, type StandaloneServerOptions } from '../src/http/server-options.js'
 import {
@@ -48,6 +51,11 @@ export interface BaselineOptions {
    * header limit, applied to node:http as Fastify applies them. Without them, Node's defaults (no idle-socket timeout).
    */
   server?: HttpServerSettings
+  /**
+   * Observe every response in the service's request-duration histogram on this registry, with the labels the
+   * service gives it (method, route pattern, status), as the service does with metrics on.
+   */
+  metrics?: Registry
 }
 
 /** The settings of the service's server that node:http itself carries out. */
@@ -159,11 +167,32 @@ const NOT_AN_OBJECT: Issue[] = [{ field: 'body', message: 'must be object' }]
 
 const busy = (): Error => new Error('busy')
 
+/** The route pattern the service labels a response with: its route's, or one label for every request no route matched. */
+function routeLabel (req: IncomingMessage, status: number): string {
+  if (status === 404) return UNMATCHED_ROUTE
+  const url = String(req.url)
+  const query = url.indexOf('?')
+  const path = query === -1 ? url : url.slice(0, query)
+  return path.startsWith('/cats/') ? '/cats/:id' : path
+}
+
+/** Observes the response's duration when it has been sent, as the service's onResponse hook does. */
+function observeWhenSent (metrics: ServiceMetrics, req: IncomingMessage, res: ServerResponse): void {
+  const start = performance.now()
+  res.once('finish', () => {
+    const status = res.statusCode
+    metrics.requestDuration.observe({ method: String(req.method), route: routeLabel(req, status), status_code: status }, (performance.now() - start) / 1000)
+  })
+}
+
 export function createBaselineServer (options: BaselineOptions): Server {
   const serviceHeaders = options.headers ?? true
   const settings = options.server
+  const cats = new MemoryCatsStore()
+  const metrics = options.metrics === undefined ? undefined : new ServiceMetrics(options.metrics, { countCats: () => cats.size })
   const server = createServer(settings?.http ?? {}, (req, res) => {
     if (!serviceHeaders) withoutServiceHeaders.add(res)
+    if (metrics !== undefined) observeWhenSent(metrics, req, res)
     route(req, res)
   })
   if (settings !== undefined) {
@@ -179,7 +208,6 @@ export function createBaselineServer (options: BaselineOptions): Server {
   const passwords = new PasswordWorkers(options.hashConcurrency ?? 2)
   server.on('close', () => passwords.close())
   const users = new UserStore(DEMO_USERS, hashQueue, passwords.derive)
-  const cats = new MemoryCatsStore()
   const sign = createSigner({ key: options.jwtSecret, algorithm: 'HS256', expiresIn: expiresIn * 1000 })
   const verify: (token: string) => JsonObject = createVerifier({
     key: options.jwtSecret,

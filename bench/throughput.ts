@@ -1,6 +1,6 @@
 /**
  * One scenario on the project and the baseline (and, for a scenario with a
- * target, the project with metrics on), each started afresh several times:
+ * target, both with metrics on), each started afresh several times:
  * per start prefill, warm-up, then the measured rounds interleaved; compared
  * as project / baseline over all the runs. With --profile they run once under
  * node --cpu-prof and the measured rounds' profile summaries are logged.
@@ -29,7 +29,13 @@ export async function runScenario (bench: Harness, scenario: Scenario, profile: 
   const contenders: Contender[] = [
     { kind: 'project', label: 'project' },
     { kind: 'baseline', label: 'baseline' },
-    ...(scenario.target === undefined ? [] : [{ kind: 'project' as const, label: 'project, metrics on', env: { METRICS_ENABLED: 'true' } }])
+    // With metrics on, the baseline observes the service's request-duration histogram too: the same work per response.
+    ...(scenario.target === undefined
+      ? []
+      : [
+          { kind: 'project' as const, label: 'project, metrics on', env: { METRICS_ENABLED: 'true' } },
+          { kind: 'baseline' as const, label: 'baseline, metrics on', env: { BASELINE_METRICS: '1' } }
+        ])
   ]
   const profileDirs = contenders.map(({ kind }) => profile ? mkdtempSync(join(os.tmpdir(), `cats-bench-${kind}-`)) : undefined)
   let skipMs = contenders.map(() => 0)
@@ -59,7 +65,8 @@ export async function runScenario (bench: Harness, scenario: Scenario, profile: 
       // A profile is written per start, and summarized as one.
       starts: profile ? 1 : mode.starts
     })
-    const [project, baseline, withMetrics] = samples.map((runs, index) => summarize(runs, peakRss[index]))
+    const [project, baseline, projectMetrics, baselineMetrics] = samples.map((runs, index) => summarize(runs, peakRss[index]))
+    const withMetrics = projectMetrics === undefined || baselineMetrics === undefined ? undefined : { project: projectMetrics, baseline: baselineMetrics }
     const result = compare(scenario.id, scenario.title, scenario.target, project, baseline, withMetrics)
     log(`[${scenario.id}] CPU ratio ${result.ratios.cpuPerRequest.toFixed(2)}` +
       `${result.metricsOn === undefined ? '' : ` (metrics on ${result.metricsOn.cpuPerRequest.toFixed(2)})`}, req/s ratio ${result.ratios.reqPerSec.toFixed(2)}`)

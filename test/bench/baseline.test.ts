@@ -1,6 +1,8 @@
 import t, { type Test } from 'tap'
 import { randomUUID } from 'node:crypto'
 import Fastify from 'fastify'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { Registry } from 'prom-client'
 import { createSigner, createVerifier } from 'fast-jwt'
 import app from '../../src/app.js'
 import { loadConfig, type ConfigInput } from '../../src/config.js'
@@ -45,11 +47,11 @@ function comparable (call: Call, headers: Iterable<[string, string]>): Record<st
   return Object.fromEntries(kept.sort(([a], [b]) => a.localeCompare(b)))
 }
 
-async function setup (t: Test, config: Partial<ConfigInput> = {}, options: Partial<BaselineOptions> = {}): Promise<Pair> {
+async function setup (t: Test, config: Partial<ConfigInput> = {}, options: Partial<BaselineOptions> = {}, serviceMetrics?: Registry): Promise<Pair> {
   // The server options of the standalone server, which the benchmark runs: its request-id rule among them.
   const serviceConfig: ConfigInput = { ...config, JWT_SECRET: SECRET, LOG_LEVEL: 'silent' }
   const service = Fastify(serverOptions(loadConfig(serviceConfig)))
-  await service.register(app, { config: serviceConfig })
+  await service.register(app, { config: serviceConfig, ...(serviceMetrics !== undefined && { metrics: { registry: serviceMetrics } }) })
   await service.ready()
   t.teardown(() => service.close())
 
@@ -238,6 +240,38 @@ t.test('without the service headers (the floor of the earlier comparison) only t
   const pair = await setup(t, {}, { headers: false })
   const reply = await pair.baseline({ url: '/cats/1', headers: { 'x-request-id': randomUUID() } })
   t.strictSame(Object.keys(reply.headers), ['content-length', 'content-type'])
+})
+
+t.test('with metrics on, both count every response under the same method, route pattern and status', async (t) => {
+  const registries = { service: new Registry(), baseline: new Registry() }
+  const pair = await setup(t, {}, { metrics: registries.baseline }, registries.service)
+  const calls: Call[] = [
+    { url: '/profile', headers: bearer(sign({ sub: 1, username: 'john' })) },
+    { url: '/profile' },
+    { method: 'POST', url: '/cats', headers: json, body: JSON.stringify({ name: 'Tom', age: 3, breed: 'Siamese' }) },
+    { url: '/cats/1' },
+    { url: '/cats/1?x=1' },
+    { url: '/cats/99' },
+    { url: '/cats/abc' },
+    { method: 'PUT', url: '/cats/1', headers: json, body: JSON.stringify({ age: 4 }) },
+    { method: 'DELETE', url: '/cats/1' },
+    { url: '/cats' },
+    { url: '/nowhere' },
+    { method: 'PATCH', url: '/cats/1' }
+  ]
+  for (const call of calls) {
+    await pair.service(call)
+    await pair.baseline(call)
+  }
+  const counts = async (registry: Registry): Promise<string[]> =>
+    (await registry.metrics()).split('\n').filter((line) => line.startsWith('cats_api_http_request_duration_seconds_count')).sort()
+  // The baseline observes a response once it is sent, which may be just after its client has read it.
+  for (let waited = 0; waited < 2000 && (await counts(registries.baseline)).length < (await counts(registries.service)).length; waited += 10) await sleep(10)
+  const service = await counts(registries.service)
+  t.strictSame(await counts(registries.baseline), service)
+  t.equal(service.length, 10, 'one series per method, route pattern and status')
+  t.ok(service.includes('cats_api_http_request_duration_seconds_count{method="GET",route="/cats/:id",status_code="200"} 3'), service.join('\n'))
+  t.ok(service.includes('cats_api_http_request_duration_seconds_count{method="PATCH",route="unmatched",status_code="404"} 1'))
 })
 
 t.test('given the service\'s server options, the baseline\'s node:http server has the service\'s timeouts and header limit', async (t) => {
