@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
-import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import { VerifiedClaims } from '../src/auth/schemas.js'
 import { errorBody } from '../src/http/error-body.js'
 import { InvalidToken, MissingToken } from '../src/http/errors.js'
@@ -9,11 +9,23 @@ import { durationToSeconds } from '../src/config.js'
 import { bearerToken } from '../src/auth/bearer-token.js'
 import type { AppOptions } from '../src/app-options.js'
 import type { Sessions } from '../src/auth/sessions.js'
+import { mapMaybePromise, type MaybePromise } from '../src/maybe-promise.js'
+
+/**
+ * The token guard, an onRequest hook that sets request.user or answers 401. Fastify calls a route's hook with
+ * `done`: then the guard answers synchronously whenever its checks do (the service's own always do with the memory
+ * stores), which spares each guarded request an async hook's promise and the microtask that would run the rest of
+ * it. Called without `done` (`await fastify.authenticate(request, reply)`), it returns a promise, as an async hook.
+ */
+export interface TokenGuard {
+  (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined>
+  (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void
+}
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** The token guard: an onRequest hook that sets request.user or answers 401. */
-    authenticate: onRequestAsyncHookHandler
+    /** The token guard: an onRequest hook that sets request.user or answers 401 (see TokenGuard). */
+    authenticate: TokenGuard
   }
   interface FastifyRequest {
     /** The verified claims of the request's access token, set by the guard (logout reads them). */
@@ -28,10 +40,12 @@ const claimsCheck = TypeCompiler.Compile(VerifiedClaims)
 const MISSING_TOKEN_BODY = errorBody(new MissingToken())
 const INVALID_TOKEN_BODY = errorBody(new InvalidToken())
 
-function refuse (reply: FastifyReply, tokenSent: boolean): FastifyReply {
-  return reply.code(401)
+/** Answers 401; false is the guard's verdict. */
+function refuse (reply: FastifyReply, tokenSent: boolean): false {
+  reply.code(401)
     .header('www-authenticate', tokenSent ? 'Bearer error="invalid_token"' : 'Bearer')
     .send(tokenSent ? INVALID_TOKEN_BODY : MISSING_TOKEN_BODY)
+  return false
 }
 
 export default fp<AppOptions>(async (fastify, opts) => {
@@ -43,31 +57,48 @@ export default fp<AppOptions>(async (fastify, opts) => {
   // host's guard scope has none (then it is looked up again each time, and found absent).
   let sessions: Sessions | undefined
 
-  async function authenticate (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
+  /** Whether the request's token is accepted (request.user is set) or refused (the 401 is sent); a promise only when a check answers with one. */
+  function check (request: FastifyRequest, reply: FastifyReply): MaybePromise<boolean> {
     const token = bearerToken(request.headers.authorization)
     if (token === undefined) return refuse(reply, false)
-    let claims: unknown
+    let decoded: unknown
     try {
-      claims = fastify.jwt.verify(token)
+      decoded = fastify.jwt.verify(token)
     } catch {
       return refuse(reply, true)
     }
+    const claims = decoded
     // The claims' shape and age are checked before a host's validateToken sees them.
     if (!claimsCheck.Check(claims) || !hasAllowedAge(claims, lifetimeSeconds, Math.floor(Date.now() / 1000))) {
       return refuse(reply, true)
     }
-    // The service's denylist (absent in a host's guard scope, which has no session store). With the memory
-    // store the answer is a boolean, so the common path awaits nothing.
+    // The service's denylist (absent in a host's guard scope, which has no session store), then a host's own.
     sessions ??= fastify.hasDecorator('sessions') ? fastify.sessions : undefined
     const revoked = sessions === undefined ? false : sessions.isRevoked(claims)
-    if (revoked === true || (revoked !== false && await revoked)) return refuse(reply, true)
-    if (hostIsRevoked !== undefined && await hostIsRevoked(claims, request)) return refuse(reply, true)
-    // The default check answers at once; only a host's asynchronous one is awaited.
-    const validated = validateToken(claims, request)
-    const identity = validated instanceof Promise ? await validated : validated
-    if (identity === undefined) return refuse(reply, true)
-    request.user = identity
-    request.tokenClaims = claims
+    return mapMaybePromise(revoked, (serviceRevoked) => {
+      if (serviceRevoked) return refuse(reply, true)
+      return mapMaybePromise(hostIsRevoked === undefined ? false : hostIsRevoked(claims, request), (hostRevoked) => {
+        if (hostRevoked) return refuse(reply, true)
+        return mapMaybePromise(validateToken(claims, request), (identity) => {
+          if (identity === undefined) return refuse(reply, true)
+          request.user = identity
+          request.tokenClaims = claims
+          return true
+        })
+      })
+    })
+  }
+
+  function authenticate (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined>
+  function authenticate (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void
+  function authenticate (request: FastifyRequest, reply: FastifyReply, done?: HookHandlerDoneFunction): Promise<FastifyReply | undefined> | undefined {
+    const accepted = check(request, reply)
+    // Awaited as an async hook: the reply once refused, as such a hook returns it.
+    if (done === undefined) return Promise.resolve(accepted).then((ok) => ok ? undefined : reply)
+    // As a callback hook: done() lets the request through; a refused one has been answered, and done is not called.
+    if (accepted === true) done()
+    else if (accepted !== false) accepted.then((ok) => { if (ok) done() }, done)
+    return undefined
   }
 
   fastify.decorate('authenticate', authenticate)

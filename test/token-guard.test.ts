@@ -52,3 +52,30 @@ t.test('the guard checks the same users as the service: a token of a user it doe
   const maria = await host.inject({ url: '/reports', headers: { authorization: `Bearer ${await tokenOf('maria', 'guess')}` } })
   t.equal(maria.statusCode, 401, 'maria is not among the users given to the guard')
 })
+
+t.test('awaited from the host\'s own async hook, the guard lets the request through or has answered 401', async (t) => {
+  const host = Fastify()
+  await host.register(serviceApp, { prefix: '/api', config: testConfig })
+  // A host whose revocation check is asynchronous: the guard's promise path, awaited.
+  const revokedUsers = new Set(['maria'])
+  const answers: string[] = []
+  await host.register(async (scope) => {
+    await scope.register(tokenGuard, { config: testConfig, isRevoked: async (claims) => revokedUsers.has(claims.username) })
+    scope.addHook('preHandler', async (request, reply) => {
+      const refused = await scope.authenticate(request, reply)
+      answers.push(refused === undefined ? 'through' : refused === reply ? `reply ${reply.statusCode}` : 'other')
+      return refused
+    })
+    scope.get('/reports', async (request) => ({ for: request.user.username }))
+  })
+  t.teardown(() => host.close())
+  const tokenOf = async (username: string, password: string): Promise<string> =>
+    (await host.inject({ method: 'POST', url: '/api/auth/login', payload: { username, password } })).json().access_token
+  const chris = await host.inject({ url: '/reports', headers: { authorization: `Bearer ${await tokenOf('chris', 'secret')}` } })
+  t.strictSame([chris.statusCode, chris.json()], [200, { for: 'chris' }])
+  const maria = await host.inject({ url: '/reports', headers: { authorization: `Bearer ${await tokenOf('maria', 'guess')}` } })
+  t.strictSame([maria.statusCode, maria.headers['www-authenticate']], [401, 'Bearer error="invalid_token"'], 'revoked by the host')
+  const missing = await host.inject('/reports')
+  t.strictSame([missing.statusCode, missing.json().message], [401, 'Missing bearer token'])
+  t.strictSame(answers, ['through', 'reply 401', 'reply 401'], 'the reply comes back only when the guard has answered')
+})

@@ -16,7 +16,7 @@ import { LowMemory } from '../../src/http/errors.js'
 import { invalidRequest } from '../../src/http/validation-issues.js'
 import { writesAllowed } from '../../src/cats/memory-guard.js'
 import { findMergeProblems } from '../../src/cats/merge-safety.js'
-import { mapMaybePromise } from '../../src/cats/cats-store.js'
+import { mapMaybePromise } from '../../src/maybe-promise.js'
 
 const cats: FastifyPluginAsyncTypebox = async (fastify) => {
   const { CATS_AUTH, WRITE_HEAP_RATIO } = fastify.config

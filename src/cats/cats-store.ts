@@ -1,15 +1,5 @@
 import type { CreateCatBody, StoredCat, UpdateCatBody } from './schemas.js'
-
-export type MaybePromise<T> = T | Promise<T>
-
-/**
- * `next` applied to a store's answer: at once when the store answered synchronously (the memory
- * store), else when its promise resolves. A route handler built on it stays synchronous with the
- * memory store, which spares each request the microtasks of an async handler and an await.
- */
-export function mapMaybePromise<T, R> (value: MaybePromise<T>, next: (value: T) => R): MaybePromise<R> {
-  return value instanceof Promise ? value.then(next) : next(value)
-}
+import type { MaybePromise } from '../maybe-promise.js'
 
 /** Limits every store enforces the same way. */
 export interface StoreLimits {
