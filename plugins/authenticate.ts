@@ -93,7 +93,8 @@ export default fp<AppOptions>(async (fastify, opts) => {
   function authenticate (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void
   function authenticate (request: FastifyRequest, reply: FastifyReply, done?: HookHandlerDoneFunction): Promise<FastifyReply | undefined> | undefined {
     const accepted = check(request, reply)
-    // Awaited as an async hook: the reply once refused, as such a hook returns it.
+    // Awaited, it settles as an async hook's would: returning the reply once refused (a thenable, so the promise
+    // settles when the 401 has been sent).
     if (done === undefined) return Promise.resolve(accepted).then((ok) => ok ? undefined : reply)
     // As a callback hook: done() lets the request through; a refused one has been answered, and done is not called.
     if (accepted === true) done()
