@@ -167,12 +167,17 @@ const NOT_AN_OBJECT: Issue[] = [{ field: 'body', message: 'must be object' }]
 
 const busy = (): Error => new Error('busy')
 
+/** The request's path: its URL without the query string. */
+function pathOf (req: IncomingMessage): string {
+  const url = String(req.url)
+  const query = url.indexOf('?')
+  return query === -1 ? url : url.slice(0, query)
+}
+
 /** The route pattern the service labels a response with: its route's, or one label for every request no route matched. */
 function routeLabel (req: IncomingMessage, status: number): string {
   if (status === 404) return UNMATCHED_ROUTE
-  const url = String(req.url)
-  const query = url.indexOf('?')
-  const path = query === -1 ? url : url.slice(0, query)
+  const path = pathOf(req)
   return path.startsWith('/cats/') ? '/cats/:id' : path
 }
 
@@ -336,9 +341,7 @@ export function createBaselineServer (options: BaselineOptions): Server {
   }
 
   function route (req: IncomingMessage, res: ServerResponse): void {
-    const url = String(req.url)
-    const query = url.indexOf('?')
-    const path = query === -1 ? url : url.slice(0, query)
+    const path = pathOf(req)
     const method = req.method
     if (path === '/profile' && method === 'GET') return profile(req, res)
     if (path === '/auth/login' && method === 'POST') return readJson(req, res, bodyLimit, login)

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify'
 import fastifyJwt from '@fastify/jwt'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
-import { Histogram, Registry } from 'prom-client'
+import { Registry } from 'prom-client'
 import { responseHeadersHook } from '../src/http/security-headers.js'
 import { CatReply, CreateCatBody, JSON_CONTENT_TYPE } from '../src/cats/schemas.js'
 import { Identity, VerifiedClaims } from '../src/auth/schemas.js'
@@ -10,6 +10,7 @@ import { DEMO_USERS } from '../src/auth/demo-users.js'
 import { hasAllowedAge } from '../src/auth/token-claims.js'
 import { MemoryRevocationStore } from '../src/auth/revocation-store.js'
 import { errorBody } from '../src/http/error-body.js'
+import { ServiceMetrics } from '../src/metrics/service-metrics.js'
 import { bearerToken } from '../src/auth/bearer-token.js'
 import { jwtOptions } from '../src/auth/jwt-options.js'
 import { durationToSeconds, type Config } from '../src/config.js'
@@ -52,11 +53,8 @@ export function createFloorServer (options: FloorOptions): FastifyInstance {
   // The hook the service registers (plugins/response-headers.ts).
   if (options.headers) app.addHook('onRequest', responseHeadersHook())
   if (options.metrics === true) {
-    const duration = new Histogram({ name: 'floor_request_duration_seconds', help: 'Request duration', labelNames: ['method', 'route', 'status_code'], registers: [new Registry()] })
-    app.addHook('onResponse', (request, reply, done) => {
-      duration.observe({ method: request.method, route: request.routeOptions.url ?? 'unmatched', status_code: reply.statusCode }, reply.elapsedTime / 1000)
-      done()
-    })
+    // The service's own hook and histogram.
+    app.addHook('onResponse', new ServiceMetrics(new Registry(), { countCats: () => cats.size }).observeResponse)
   }
   const usernames = new Map<unknown, string>(DEMO_USERS.map((user) => [user.id, user.username]))
   const revocations = new MemoryRevocationStore()

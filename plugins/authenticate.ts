@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
-import { VerifiedClaims } from '../src/auth/schemas.js'
+import { VerifiedClaims, type Identity } from '../src/auth/schemas.js'
 import { errorBody } from '../src/http/error-body.js'
 import { InvalidToken, MissingToken } from '../src/http/errors.js'
 import { hasAllowedAge, userStillExists } from '../src/auth/token-claims.js'
@@ -57,36 +57,40 @@ export default fp<AppOptions>(async (fastify, opts) => {
   // host's guard scope has none (then it is looked up again each time, and found absent).
   let sessions: Sessions | undefined
 
+  /** Whether the service's denylist or the host's own check denies the token; a promise only when one answers with it. */
+  function isRevoked (claims: VerifiedClaims, request: FastifyRequest): MaybePromise<boolean> {
+    // A host's guard scope has no session store, so no denylist of the service's.
+    sessions ??= fastify.hasDecorator('sessions') ? fastify.sessions : undefined
+    const revoked = sessions === undefined ? false : sessions.isRevoked(claims)
+    if (hostIsRevoked === undefined) return revoked
+    return mapMaybePromise(revoked, (denied) => denied || hostIsRevoked(claims, request))
+  }
+
+  /** Lets the request through with the identity validateToken gave, or refuses the token without one. */
+  function admit (request: FastifyRequest, reply: FastifyReply, claims: VerifiedClaims, identity: Identity | undefined): boolean {
+    if (identity === undefined) return refuse(reply, true)
+    request.user = identity
+    request.tokenClaims = claims
+    return true
+  }
+
   /** Whether the request's token is accepted (request.user is set) or refused (the 401 is sent); a promise only when a check answers with one. */
   function check (request: FastifyRequest, reply: FastifyReply): MaybePromise<boolean> {
     const token = bearerToken(request.headers.authorization)
     if (token === undefined) return refuse(reply, false)
-    let decoded: unknown
+    let claims: unknown
     try {
-      decoded = fastify.jwt.verify(token)
+      claims = fastify.jwt.verify(token)
     } catch {
       return refuse(reply, true)
     }
-    const claims = decoded
     // The claims' shape and age are checked before a host's validateToken sees them.
     if (!claimsCheck.Check(claims) || !hasAllowedAge(claims, lifetimeSeconds, Math.floor(Date.now() / 1000))) {
       return refuse(reply, true)
     }
-    // The service's denylist (absent in a host's guard scope, which has no session store), then a host's own.
-    sessions ??= fastify.hasDecorator('sessions') ? fastify.sessions : undefined
-    const revoked = sessions === undefined ? false : sessions.isRevoked(claims)
-    return mapMaybePromise(revoked, (serviceRevoked) => {
-      if (serviceRevoked) return refuse(reply, true)
-      return mapMaybePromise(hostIsRevoked === undefined ? false : hostIsRevoked(claims, request), (hostRevoked) => {
-        if (hostRevoked) return refuse(reply, true)
-        return mapMaybePromise(validateToken(claims, request), (identity) => {
-          if (identity === undefined) return refuse(reply, true)
-          request.user = identity
-          request.tokenClaims = claims
-          return true
-        })
-      })
-    })
+    return mapMaybePromise(isRevoked(claims, request), (revoked) => revoked
+      ? refuse(reply, true)
+      : mapMaybePromise(validateToken(claims, request), (identity) => admit(request, reply, claims, identity)))
   }
 
   function authenticate (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined>

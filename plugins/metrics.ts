@@ -21,16 +21,11 @@ export default fp<AppOptions>(async (fastify, opts) => {
     return
   }
   // Loaded only here: prom-client is a large module graph that a service without metrics never needs.
-  const { ServiceMetrics, UNMATCHED_ROUTE } = await import('../src/metrics/service-metrics.js')
+  const { ServiceMetrics } = await import('../src/metrics/service-metrics.js')
   // Read at scrape time: the store is decorated by its own plugin, after this one.
   const metrics = new ServiceMetrics(registry, { countCats: () => fastify.catsStore.count() })
   fastify.decorate('metrics', metrics)
-  fastify.addHook('onResponse', (request, reply, done) => {
-    // The route pattern (`/cats/:id`), never the URL, keeps the number of series bounded; a 404 has none.
-    const route = request.routeOptions.url ?? UNMATCHED_ROUTE
-    metrics.requestDuration.observe({ method: request.method, route, status_code: reply.statusCode }, reply.elapsedTime / 1000)
-    done()
-  })
+  fastify.addHook('onResponse', metrics.observeResponse)
   fastify.addHook('onError', (_request, _reply, error, done) => {
     metrics.countError(error)
     done()

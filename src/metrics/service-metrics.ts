@@ -107,6 +107,16 @@ export class ServiceMetrics {
     }
   }
 
+  /**
+   * An onResponse hook timing every request by method, route pattern and status. The pattern (`/cats/:id`),
+   * never the URL, keeps the number of series bounded; a request no route matched has none.
+   */
+  readonly observeResponse: onResponseHookHandler = (request, reply, done) => {
+    const route = request.routeOptions.url ?? UNMATCHED_ROUTE
+    this.requestDuration.observe({ method: request.method, route, status_code: reply.statusCode }, reply.elapsedTime / 1000)
+    done()
+  }
+
   /** An onResponse hook for the login route. */
   readonly countLogin: onResponseHookHandler = (_request, reply, done) => {
     this.loginAttempts.inc({ outcome: loginOutcome(reply.statusCode) })
