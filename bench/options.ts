@@ -6,8 +6,8 @@ import { parseArgs } from 'node:util'
 import { DEFAULT_DATABASE_URL } from './stores.js'
 
 export const USAGE = `Usage: npm run bench -- [options]
-  --quick            short run (two starts, shorter runs: about a quarter of a full run, which takes about 46 minutes on 2 cores)
-  --starts N         fresh starts of every server per scenario, each warmed up and measured (default 4, quick 2)
+  --quick            short run (two starts, shorter runs: about a fifth of a full run, which takes about an hour on 2 cores)
+  --starts N         fresh starts of every server per scenario, each warmed up and measured (default 6, quick 2)
   --rounds N         measured rounds per start (default 1: A B A B … when more)
   --duration S       seconds per measured run (default 3, quick 1.5)
   --connections N    autocannon connections for the throughput scenarios (default 50)
@@ -27,7 +27,8 @@ export const USAGE = `Usage: npm run bench -- [options]
 export interface Mode {
   /**
    * Fresh starts of each server per scenario. Two starts of one build settle at CPU costs up to a quarter
-   * apart for as long as they run, so a comparison rests on several starts of each side, not on one.
+   * apart for as long as they run, so a comparison rests on several starts of each side, not on one:
+   * six by default, since with four a host whose starts fall into two states decided ratios by the draw.
    */
   starts: number
   /** Measured rounds per start. */
@@ -84,7 +85,7 @@ export function parseOptions (argv: string[] = process.argv.slice(2)): BenchOpti
     help: args.help,
     quick,
     mode: {
-      starts: Math.max(1, Number(args.starts ?? (quick ? 2 : 4))),
+      starts: Math.max(1, Number(args.starts ?? (quick ? 2 : 6))),
       rounds: Math.max(1, Number(args.rounds ?? 1)),
       duration: Number(args.duration ?? (quick ? 1.5 : 3)),
       // V8 is still optimizing the service's hot functions for about 4 s of load (BENCHMARKS.md, Method).
@@ -95,7 +96,7 @@ export function parseOptions (argv: string[] = process.argv.slice(2)): BenchOpti
       floodSeconds: quick ? 2 : 5,
       scalingSizes: quick ? [1_000, 100_000] : [1_000, 100_000, 1_000_000],
       scalingSeconds: quick ? 1.5 : 2,
-      scalingRuns: quick ? 1 : 2,
+      scalingRuns: quick ? 1 : 3,
       prefillBudget: quick ? 60 : 180,
       attempts: 2
     },
