@@ -53,14 +53,15 @@ export default fp<AppOptions>(async (fastify, opts) => {
   const hostIsRevoked = opts.isRevoked
   const lifetimeSeconds = durationToSeconds(fastify.config.JWT_EXPIRES_IN)
   fastify.decorateRequest('tokenClaims', null)
-  // The service's session store, looked up at the first request: its plugin may load after this one, and a
-  // host's guard scope has none (then it is looked up again each time, and found absent).
+  // The service's session store, looked up once the app is ready: its plugin may load after this one. A host's
+  // guard scope has none, so no denylist of the service's.
   let sessions: Sessions | undefined
+  fastify.addHook('onReady', async () => {
+    sessions = fastify.hasDecorator('sessions') ? fastify.sessions : undefined
+  })
 
   /** Whether the service's denylist or the host's own check denies the token; a promise only when one answers with it. */
   function isRevoked (claims: VerifiedClaims, request: FastifyRequest): MaybePromise<boolean> {
-    // A host's guard scope has no session store, so no denylist of the service's.
-    sessions ??= fastify.hasDecorator('sessions') ? fastify.sessions : undefined
     const revoked = sessions === undefined ? false : sessions.isRevoked(claims)
     if (hostIsRevoked === undefined) return revoked
     return mapMaybePromise(revoked, (denied) => denied || hostIsRevoked(claims, request))
