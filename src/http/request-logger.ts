@@ -1,4 +1,4 @@
-import type { FastifyBaseLogger, FastifyServerOptions } from 'fastify'
+import type { FastifyBaseLogger } from 'fastify'
 
 export type LevelName = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace'
 type ChildArguments = Parameters<FastifyBaseLogger['child']>
@@ -13,39 +13,44 @@ export function writesAt (level: string, name: LevelName): boolean {
 }
 
 /**
- * A request's logger that creates its child logger (bound to the request id)
- * only when a line is logged at an enabled level. pino's child() serializes and
- * redacts the bindings, a noticeable share of a small request, and at the usual
- * levels most requests log nothing.
+ * A logger that creates its pino logger only when a line is logged at an enabled
+ * level: the standalone server's, Fastify's app logger and every request's. pino's
+ * child() serializes and redacts the bindings, a noticeable share of a small
+ * request, and at the usual levels most requests log nothing. A child of a lazy
+ * logger is lazy too; created, it derives from its parent's pino logger. Without
+ * bindings it stands for the parent itself.
  */
-class LazyChildLogger implements FastifyBaseLogger {
+class LazyLogger implements FastifyBaseLogger {
   readonly #parent: FastifyBaseLogger
-  readonly #bindings: ChildArguments[0]
+  readonly #bindings: ChildArguments[0] | undefined
   readonly #options: ChildArguments[1]
-  #child: FastifyBaseLogger | undefined
+  #logger: FastifyBaseLogger | undefined
 
-  constructor (parent: FastifyBaseLogger, bindings: ChildArguments[0], options: ChildArguments[1]) {
+  constructor (parent: FastifyBaseLogger, bindings?: ChildArguments[0], options?: ChildArguments[1]) {
     this.#parent = parent
     this.#bindings = bindings
     this.#options = options
   }
 
   get level (): string {
-    return this.#child?.level ?? this.#options?.level ?? this.#parent.level
+    return this.#logger?.level ?? this.#options?.level ?? this.#parent.level
   }
 
   set level (level: string) {
-    this.#logger().level = level
+    this.#created().level = level
   }
 
-  #logger (): FastifyBaseLogger {
-    this.#child ??= this.#parent.child(this.#bindings, this.#options)
-    return this.#child
+  #created (): FastifyBaseLogger {
+    if (this.#logger === undefined) {
+      const parent = this.#parent instanceof LazyLogger ? this.#parent.#created() : this.#parent
+      this.#logger = this.#bindings === undefined ? parent : parent.child(this.#bindings, this.#options)
+    }
+    return this.#logger
   }
 
   #log (name: LevelName, args: unknown[]): void {
     if (!writesAt(this.level, name)) return
-    const logger = this.#logger()
+    const logger = this.#created()
     Reflect.apply(logger[name], logger, args)
   }
 
@@ -57,11 +62,22 @@ class LazyChildLogger implements FastifyBaseLogger {
   trace (...args: unknown[]): void { this.#log('trace', args) }
   silent (): void {}
 
-  child (...args: ChildArguments): FastifyBaseLogger {
-    return this.#logger().child(...args)
+  child (...[bindings, options]: ChildArguments): FastifyBaseLogger {
+    return new LazyLogger(this, bindings, options)
   }
 }
 
-/** Fastify's childLoggerFactory option: request loggers that cost nothing until they log. */
-export const lazyChildLogger: NonNullable<FastifyServerOptions['childLoggerFactory']> = (logger, bindings, options) =>
-  new LazyChildLogger(logger, bindings, options)
+/** Serializers by the key of the logged object, as pino takes them. */
+export type LogSerializers = Record<string, (value: never) => unknown>
+
+/**
+ * A logger for Fastify's `loggerInstance` option: `logger` and every logger Fastify
+ * derives from it (its app logger, each request's) are lazy. Fastify's own child
+ * factory then costs a request one small object. (A `childLoggerFactory` of ours
+ * would do the same, but Fastify checks each logger such a factory returns, on every
+ * request.) Fastify gives its app logger its own serializers, and `serializers`
+ * over them.
+ */
+export function lazyLogger (logger: FastifyBaseLogger, serializers: LogSerializers = {}): FastifyBaseLogger & { serializers: LogSerializers } {
+  return Object.assign(new LazyLogger(logger), { serializers })
+}

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto'
 import { LogController, type FastifyHttpOptions, type FastifyRequest } from 'fastify'
 import type { IncomingMessage, Server } from 'node:http'
+import { pino, type DestinationStream } from 'pino'
 import { parseTrustProxy, type Config } from '../config.js'
-import { lazyChildLogger, writesAt } from './request-logger.js'
+import { lazyLogger, writesAt } from './request-logger.js'
 import { clientErrorHandler } from './client-errors.js'
 
 // Only a UUID is taken from the client: the id is echoed and written in every log line, and
@@ -43,20 +44,19 @@ export type StandaloneServerOptions = FastifyHttpOptions<Server> &
 
 /**
  * Options of the standalone server (a host app that embeds the plugin sets its own):
- * logging with secrets redacted (query strings included), request ids, proxy trust and the limits that
- * keep slow or oversized requests from holding the server.
+ * logging with secrets redacted (query strings included) to `destination` (standard output by default),
+ * request ids, proxy trust and the limits that keep slow or oversized requests from holding the server.
  */
-export function serverOptions (config: Config): StandaloneServerOptions {
+export function serverOptions (config: Config, destination?: DestinationStream): StandaloneServerOptions {
+  const logger = pino({
+    level: config.LOG_LEVEL,
+    redact: {
+      paths: ['req.headers.authorization', 'req.headers.cookie', '*.password', '*.access_token', '*.refresh_token'],
+      censor: '[redacted]'
+    }
+  }, destination)
   return {
-    logger: {
-      level: config.LOG_LEVEL,
-      serializers: { req: requestForLog },
-      redact: {
-        paths: ['req.headers.authorization', 'req.headers.cookie', '*.password', '*.access_token', '*.refresh_token'],
-        censor: '[redacted]'
-      }
-    },
-    childLoggerFactory: lazyChildLogger,
+    loggerInstance: lazyLogger(logger, { req: requestForLog }),
     // Fastify's "incoming request" and "request completed" lines are at info: below that level they
     // would still be built on every request (their objects, the response time) only to be dropped.
     logController: new LogController({ disableRequestLogging: !writesAt(config.LOG_LEVEL, 'info') }),

@@ -144,8 +144,7 @@ interface Captured {
 async function withCapturedLogs (t: Test, extra: Record<string, string | number> = {}): Promise<Captured> {
   const { stream, text: logged } = logCapture()
   const config = loadConfig({ ...testConfig, LOG_LEVEL: 'trace', ...extra })
-  const options = serverOptions(config)
-  const app = Fastify({ ...options, logger: { ...(typeof options.logger === 'object' ? options.logger : {}), stream } })
+  const app = Fastify(serverOptions(config, stream))
   await app.register(unencapsulatedApp, {
     config,
     validateToken: (claims) => {

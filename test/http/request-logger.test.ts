@@ -1,8 +1,7 @@
-import { IncomingMessage } from 'node:http'
-import { Socket } from 'node:net'
 import t from 'tap'
 import Fastify, { type FastifyBaseLogger } from 'fastify'
-import { lazyChildLogger, writesAt } from '../../src/http/request-logger.js'
+import { pino } from 'pino'
+import { lazyLogger, writesAt } from '../../src/http/request-logger.js'
 import { logCapture } from '../support/app.js'
 
 type Bindings = Parameters<FastifyBaseLogger['child']>[0]
@@ -31,9 +30,9 @@ function recordingLogger (level: string): { logger: FastifyBaseLogger, children:
   return { logger: make({}, level), children, lines }
 }
 
-const server = Fastify()
+// A request's logger, as Fastify derives it from its app logger.
 const create = (parent: FastifyBaseLogger, options: { level?: string } = {}): FastifyBaseLogger =>
-  lazyChildLogger.call(server, parent, { reqId: 'r1' }, options, new IncomingMessage(new Socket()))
+  lazyLogger(parent).child({ reqId: 'r1' }, options)
 
 t.test('writesAt: a level writes its own lines and those above it; an unknown level writes everything', async (t) => {
   t.ok(writesAt('info', 'info'))
@@ -96,9 +95,29 @@ t.test('child() derives from the request child', async (t) => {
   t.strictSame(lines, [['info', { reqId: 'r1', part: 'db' }, 'i']])
 })
 
-t.test('with pino, the lines carry the request id', async (t) => {
+t.test('the logger itself logs through its parent, creating no child', async (t) => {
+  const { logger, children, lines } = recordingLogger('info')
+  const log = lazyLogger(logger)
+  t.equal(log.level, 'info')
+  log.info('i')
+  log.debug('dropped')
+  t.strictSame(children, [])
+  t.strictSame(lines, [['info', {}, 'i']])
+})
+
+t.test('as Fastify\'s logger instance: a request that logs nothing creates no logger', async (t) => {
+  const { logger, children } = recordingLogger('warn')
+  const app = Fastify({ loggerInstance: lazyLogger(logger) })
+  app.get('/', async () => 'ok')
+  t.teardown(() => app.close())
+  t.equal((await app.inject('/')).statusCode, 200)
+  t.strictSame(children, [])
+})
+
+t.test('as Fastify\'s logger instance with pino: the lines carry the request id, through the given serializers', async (t) => {
   const { stream, text } = logCapture()
-  const app = Fastify({ logger: { level: 'info', stream }, childLoggerFactory: lazyChildLogger, genReqId: () => 'req-7' })
+  const serializers = { req: (request: { url: string }) => ({ path: request.url }) }
+  const app = Fastify({ loggerInstance: lazyLogger(pino({ level: 'info' }, stream), serializers), genReqId: () => 'req-7' })
   app.get('/', async (request) => {
     request.log.debug('not logged')
     request.log.info('handled')
@@ -110,4 +129,6 @@ t.test('with pino, the lines carry the request id', async (t) => {
   t.strictSame(lines.map((line) => [line.reqId, line.msg]), [
     ['req-7', 'incoming request'], ['req-7', 'handled'], ['req-7', 'request completed']
   ])
+  t.strictSame(lines[0].req, { path: '/' }, 'the given req serializer, not Fastify\'s')
+  t.strictSame(lines[2].res, { statusCode: 200 }, 'Fastify\'s own res serializer')
 })
