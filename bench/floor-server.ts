@@ -4,7 +4,9 @@ import fastifyJwt from '@fastify/jwt'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { Registry } from 'prom-client'
 import { responseHeadersHook } from '../src/http/security-headers.js'
-import { CatReply, CreateCatBody, JSON_CONTENT_TYPE } from '../src/cats/schemas.js'
+import { CatReply, CreateCatBody, JSON_CONTENT_TYPE, type UpdateCatBody } from '../src/cats/schemas.js'
+import { MemoryCatsStore } from '../src/cats/memory-cats-store.js'
+import { findMergeProblems } from '../src/cats/merge-safety.js'
 import { Identity, VerifiedClaims } from '../src/auth/schemas.js'
 import { DEMO_USERS } from '../src/auth/demo-users.js'
 import { hasAllowedAge } from '../src/auth/token-claims.js'
@@ -32,13 +34,15 @@ const claimsCheck = TypeCompiler.Compile(VerifiedClaims)
 const INVALID_TOKEN_BODY = errorBody(new InvalidToken())
 
 /**
- * The floor under the service's cost on GET /profile, GET /cats/:id and POST /cats:
+ * The floor under the service's cost on GET /profile, GET /cats/:id, POST /cats and PUT /cats/:id:
  * the least a Fastify app can do for them — these routes, no logger, no other hooks; for
  * the profile, @fastify/jwt's verify and the service's checks of the claims (shape, age,
  * denylist, user) in a callback onRequest hook, and the identity through its reply
- * schema; a sync handler returning the cat's JSON text for the read, and for the create
+ * schema; a sync handler returning the cat's JSON text for the read; for the create
  * the service's body and reply schemas (Ajv and fast-json-stringify, as any
- * validated Fastify route has) around a Map. With `headers`, it adds only what
+ * validated Fastify route has); for the update, Fastify's JSON body and the merge
+ * the baseline does too (the service's merge-safety walk and its memory store's
+ * merge). The cats live in the service's memory store. With `headers`, it adds only what
  * the service sends on every response. It tells how much of the
  * project/baseline ratio is Fastify itself and those headers, not the
  * service's own code. With `metrics`, it adds what the service does per request with metrics on.
@@ -48,8 +52,8 @@ export function createFloorServer (options: FloorOptions): FastifyInstance {
   // The service's timeouts and header limit, as the baseline has them.
   const { connectionTimeout, keepAliveTimeout, requestTimeout, http } = serverOptions(config)
   const app = Fastify({ connectionTimeout, keepAliveTimeout, requestTimeout, http, logger: false, genReqId: options.headers ? () => randomUUID() : undefined })
-  const cats = new Map<number, string>()
-  for (let id = 1; id <= options.cats; id++) cats.set(id, JSON.stringify({ id, name: 'Tom', age: 3, breed: 'x' }))
+  const cats = new MemoryCatsStore()
+  for (let id = 1; id <= options.cats; id++) cats.create({ name: 'Tom', age: 3, breed: 'x' })
   // The hook the service registers (plugins/response-headers.ts).
   if (options.headers) app.addHook('onRequest', responseHeadersHook())
   if (options.metrics === true) {
@@ -84,16 +88,24 @@ export function createFloorServer (options: FloorOptions): FastifyInstance {
     }
   }, (request) => request.user)
   app.get<{ Params: { id: string } }>('/cats/:id', (request, reply) => {
-    const json = cats.get(Number(request.params.id))
+    const json = cats.findJson(Number(request.params.id))
     if (json === undefined) return ''
     reply.type(JSON_CONTENT_TYPE)
     return json
   })
   app.post<{ Body: CreateCatBody }>('/cats', { schema: { body: CreateCatBody, response: { 201: CatReply } } }, (request, reply) => {
-    const cat = { id: cats.size + 1, ...request.body }
-    cats.set(cat.id, JSON.stringify(cat))
     reply.code(201)
-    return cat
+    return cats.create(request.body)
+  })
+  app.put<{ Params: { id: string }, Body: UpdateCatBody }>('/cats/:id', (request, reply) => {
+    if (findMergeProblems(request.body).length > 0) {
+      reply.code(400)
+      return { statusCode: 400, error: 'Bad Request', message: 'body is not safe to merge' }
+    }
+    const json = cats.updateJson(Number(request.params.id), request.body)
+    if (json === undefined) return ''
+    reply.type(JSON_CONTENT_TYPE)
+    return json
   })
   return app
 }

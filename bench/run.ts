@@ -61,7 +61,7 @@ const flood = wanted('flood') ? await runFlood(bench, token) : undefined
 const scaling = wanted('scaling') ? await runScaling(bench) : undefined
 const floors = []
 if (wanted('floor')) {
-  for (const id of ['profile', 'cat-read', 'cat-create']) floors.push(await runFloor(bench, findScenario(scenarios, id)))
+  for (const id of ['profile', 'cat-read', 'cat-create', 'cat-update']) floors.push(await runFloor(bench, findScenario(scenarios, id)))
 }
 // `stores` runs every store scenario; `stores:<id>` only those named.
 const storeIds = [...only ?? []].filter((part) => part.startsWith('stores:')).map((part) => part.slice('stores:'.length))
