@@ -268,7 +268,7 @@ export function markdown (report: BenchReport): string {
       [
         row('baseline (node:http, with the service\'s headers)', floor.baseline),
         row('baseline without the security headers and request id (reported, not a target)', floor.bareBaseline),
-        row('Fastify: these routes, no logger, no other hooks (the create with the service\'s body and reply schemas, the profile with @fastify/jwt and its guard hook)', floor.bare),
+        row('Fastify: these routes, no logger, no other hooks (the create with the service\'s body and reply schemas, the update with the baseline\'s merge, the profile with @fastify/jwt and its guard hook)', floor.bare),
         row('the same + the service\'s security headers and request id', floor.headers),
         row('the same + a prom-client histogram observed in an onResponse hook, as the service with metrics on', floor.headersMetrics),
         row('the service', floor.project),
