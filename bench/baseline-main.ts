@@ -1,7 +1,7 @@
 import { keepNextTickShapes } from '../src/next-tick-shapes.js'
 import { createBaselineServer } from './baseline-server.js'
 import { loadConfig } from '../src/config.js'
-import { serverOptions } from '../src/http/server-options.js'
+import { connectionSettings } from '../src/http/server-options.js'
 import { collectDefaultMetrics, Registry } from 'prom-client'
 
 // The same process set-up as the service's server, so that nextTick's speed is not a draw on either side.
@@ -34,7 +34,7 @@ const server = createBaselineServer({
   headers: env.BASELINE_HEADERS !== '0',
   metrics: metricsRegistry(),
   // The service's timeouts for the same environment, its idle-socket timeout among them.
-  server: serverOptions(loadConfig(env))
+  server: connectionSettings(loadConfig(env))
 })
 const port = Number(env.PORT ?? 3001)
 server.listen(port, '127.0.0.1', () => {

@@ -18,7 +18,7 @@ import { MemoryRevocationStore } from '../src/auth/revocation-store.js'
 import { errorBody } from '../src/http/error-body.js'
 import { ServiceMetrics, UNMATCHED_ROUTE } from '../src/metrics/service-metrics.js'
 import { apiSecurityHeaders } from '../src/http/security-headers.js'
-import { requestId, type StandaloneServerOptions } from '../src/http/server-options.js'
+import { requestId, type ConnectionSettings } from '../src/http/server-options.js'
 import {
   CollectionFull, InvalidCredentials, InvalidToken, MissingToken, retryAfterFor, RouteNotFound, TooManyLoginsInProgress, type ServiceError
 } from '../src/http/errors.js'
@@ -50,16 +50,13 @@ export interface BaselineOptions {
    * The service's HTTP server settings (src/http/server-options.ts): its timeouts, idle-socket one included, and
    * header limit, applied to node:http as Fastify applies them. Without them, Node's defaults (no idle-socket timeout).
    */
-  server?: HttpServerSettings
+  server?: ConnectionSettings
   /**
    * Observe every response in the service's request-duration histogram on this registry, with the labels the
    * service gives it (method, route pattern, status), as the service does with metrics on.
    */
   metrics?: Registry
 }
-
-/** The settings of the service's server that node:http itself carries out. */
-export type HttpServerSettings = Pick<StandaloneServerOptions, 'connectionTimeout' | 'keepAliveTimeout' | 'requestTimeout' | 'http'>
 
 interface Issue {
   field: string

@@ -16,7 +16,7 @@ import { ServiceMetrics } from '../src/metrics/service-metrics.js'
 import { bearerToken } from '../src/auth/bearer-token.js'
 import { jwtOptions } from '../src/auth/jwt-options.js'
 import { durationToSeconds, type Config } from '../src/config.js'
-import { serverOptions } from '../src/http/server-options.js'
+import { connectionSettings } from '../src/http/server-options.js'
 import { InvalidToken } from '../src/http/errors.js'
 
 export interface FloorOptions {
@@ -50,8 +50,7 @@ const INVALID_TOKEN_BODY = errorBody(new InvalidToken())
 export function createFloorServer (options: FloorOptions): FastifyInstance {
   const { config } = options
   // The service's timeouts and header limit, as the baseline has them.
-  const { connectionTimeout, keepAliveTimeout, requestTimeout, http } = serverOptions(config)
-  const app = Fastify({ connectionTimeout, keepAliveTimeout, requestTimeout, http, logger: false, genReqId: options.headers ? () => randomUUID() : undefined })
+  const app = Fastify({ ...connectionSettings(config), logger: false, genReqId: options.headers ? () => randomUUID() : undefined })
   const cats = new MemoryCatsStore()
   for (let id = 1; id <= options.cats; id++) cats.create({ name: 'Tom', age: 3, breed: 'x' })
   // The hook the service registers (plugins/response-headers.ts).

@@ -38,14 +38,31 @@ export function requestForLog (request: FastifyRequest | IncomingMessage): Recor
   }
 }
 
-/** The standalone server's options; the timeouts and the node:http options are always set. */
-export type StandaloneServerOptions = FastifyHttpOptions<Server> &
-  Required<Pick<FastifyHttpOptions<Server>, 'connectionTimeout' | 'keepAliveTimeout' | 'requestTimeout' | 'http'>>
+/** The server settings that node:http itself carries out: its timeouts, idle-socket one included, and header limit. */
+export type ConnectionSettings = Required<Pick<FastifyHttpOptions<Server>, 'connectionTimeout' | 'keepAliveTimeout' | 'requestTimeout' | 'http'>>
+
+/** The standalone server's options; the connection settings are always set. */
+export type StandaloneServerOptions = FastifyHttpOptions<Server> & ConnectionSettings
+
+/** The limits that keep slow or oversized requests from holding the server's connections. */
+export function connectionSettings (config: Config): ConnectionSettings {
+  return {
+    connectionTimeout: config.CONNECTION_TIMEOUT_MS,
+    requestTimeout: config.REQUEST_TIMEOUT_MS,
+    keepAliveTimeout: config.KEEP_ALIVE_TIMEOUT_MS,
+    http: {
+      maxHeaderSize: config.MAX_HEADER_BYTES,
+      headersTimeout: config.HEADERS_TIMEOUT_MS,
+      // How often Node checks the header and request timeouts (its default is 30 s).
+      connectionsCheckingInterval: 1000
+    }
+  }
+}
 
 /**
  * Options of the standalone server (a host app that embeds the plugin sets its own):
  * logging with secrets redacted (query strings included) to `destination` (standard output by default),
- * request ids, proxy trust and the limits that keep slow or oversized requests from holding the server.
+ * request ids, proxy trust, the body limit and the connection settings.
  */
 export function serverOptions (config: Config, destination?: DestinationStream): StandaloneServerOptions {
   const logger = pino({
@@ -67,14 +84,6 @@ export function serverOptions (config: Config, destination?: DestinationStream):
     bodyLimit: config.BODY_LIMIT,
     // Opening an embedded PGlite database can take several seconds on a busy host.
     pluginTimeout: 60_000,
-    connectionTimeout: config.CONNECTION_TIMEOUT_MS,
-    requestTimeout: config.REQUEST_TIMEOUT_MS,
-    keepAliveTimeout: config.KEEP_ALIVE_TIMEOUT_MS,
-    http: {
-      maxHeaderSize: config.MAX_HEADER_BYTES,
-      headersTimeout: config.HEADERS_TIMEOUT_MS,
-      // How often Node checks the header and request timeouts (its default is 30 s).
-      connectionsCheckingInterval: 1000
-    }
+    ...connectionSettings(config)
   }
 }
