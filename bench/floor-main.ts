@@ -5,12 +5,13 @@ import { loadConfig } from '../src/config.js'
 // As the service's server and the baseline do.
 keepNextTickShapes()
 
-// Run by the benchmark (transpiled to dist/bench/ like the baseline): PORT, JWT_SECRET, FLOOR_CATS, FLOOR_HEADERS=1, FLOOR_METRICS=1.
+// Run by the benchmark (transpiled to dist/bench/ like the baseline): PORT, JWT_SECRET, FLOOR_CATS, FLOOR_HEADERS=1, FLOOR_METRICS=1, FLOOR_FEATURES=1.
 const env = process.env
 const app = createFloorServer({
   cats: Number(env.FLOOR_CATS ?? 1000),
   headers: env.FLOOR_HEADERS === '1',
   metrics: env.FLOOR_METRICS === '1',
+  features: env.FLOOR_FEATURES === '1',
   // The service's settings for the same environment (JWT_SECRET among them).
   config: loadConfig(env)
 })

@@ -4,7 +4,7 @@ import fastifyJwt from '@fastify/jwt'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { Registry } from 'prom-client'
 import { responseHeadersHook } from '../src/http/security-headers.js'
-import { CatReply, CreateCatBody, JSON_CONTENT_TYPE, type UpdateCatBody } from '../src/cats/schemas.js'
+import { CatIdParams, CatReply, CreateCatBody, JSON_CONTENT_TYPE, UpdateCatBody } from '../src/cats/schemas.js'
 import { MemoryCatsStore } from '../src/cats/memory-cats-store.js'
 import { findMergeProblems } from '../src/cats/merge-safety.js'
 import { Identity, VerifiedClaims } from '../src/auth/schemas.js'
@@ -16,7 +16,12 @@ import { ServiceMetrics } from '../src/metrics/service-metrics.js'
 import { bearerToken } from '../src/auth/bearer-token.js'
 import { jwtOptions } from '../src/auth/jwt-options.js'
 import { durationToSeconds, type Config } from '../src/config.js'
-import { connectionSettings } from '../src/http/server-options.js'
+import { connectionSettings, serverOptions } from '../src/http/server-options.js'
+import { drainingShutdown } from '../src/http/graceful-shutdown.js'
+import { createValidatorCompiler } from '../src/http/validator-compiler.js'
+import { sharedSchemas } from '../src/http/shared-schemas.js'
+import configPlugin from '../plugins/config.js'
+import underPressurePlugin from '../plugins/under-pressure.js'
 import { InvalidToken } from '../src/http/errors.js'
 
 export interface FloorOptions {
@@ -28,6 +33,13 @@ export interface FloorOptions {
   headers: boolean
   /** Observe each request's duration in a prom-client histogram by method, route and status, in an onResponse hook. */
   metrics?: boolean
+  /**
+   * Add the production features the service gets from Fastify and its plugins, each as the service sets it up:
+   * the server options (its lazy pino logger, request-id rule, client-error handler), the load shedding of
+   * @fastify/under-pressure with its limits, the draining shutdown's hook, and Ajv validation of the cat id and
+   * the update's body through its validator compiler.
+   */
+  features?: boolean
 }
 
 const claimsCheck = TypeCompiler.Compile(VerifiedClaims)
@@ -45,12 +57,27 @@ const INVALID_TOKEN_BODY = errorBody(new InvalidToken())
  * merge). The cats live in the service's memory store. With `headers`, it adds only what
  * the service sends on every response. It tells how much of the
  * project/baseline ratio is Fastify itself and those headers, not the
- * service's own code. With `metrics`, it adds what the service does per request with metrics on.
+ * service's own code. With `metrics`, it adds what the service does per request with metrics on;
+ * with `features`, the service's production features that Fastify and its plugins provide, so that
+ * what remains between it and the service is the service's own code.
  */
 export function createFloorServer (options: FloorOptions): FastifyInstance {
   const { config } = options
   // The service's timeouts and header limit, as the baseline has them.
-  const app = Fastify({ ...connectionSettings(config), logger: false, genReqId: options.headers ? () => randomUUID() : undefined })
+  const app = options.features === true
+    ? Fastify(serverOptions(config))
+    : Fastify({ ...connectionSettings(config), logger: false, genReqId: options.headers ? () => randomUUID() : undefined })
+  const features = options.features === true
+  if (features) {
+    app.setValidatorCompiler(createValidatorCompiler(sharedSchemas))
+    for (const schema of sharedSchemas) app.addSchema(schema)
+    drainingShutdown(app, config.SHUTDOWN_TIMEOUT_MS)
+    app.register(configPlugin, { config })
+    app.register(underPressurePlugin)
+  }
+  // The cat id and the update's body, validated as the service's routes declare them.
+  const catIdSchema = features ? { schema: { params: CatIdParams } } : {}
+  const updateSchema = features ? { schema: { params: CatIdParams, body: UpdateCatBody } } : {}
   const cats = new MemoryCatsStore()
   for (let id = 1; id <= options.cats; id++) cats.create({ name: 'Tom', age: 3, breed: 'x' })
   // The hook the service registers (plugins/response-headers.ts).
@@ -86,7 +113,7 @@ export function createFloorServer (options: FloorOptions): FastifyInstance {
       done()
     }
   }, (request) => request.user)
-  app.get<{ Params: { id: string } }>('/cats/:id', (request, reply) => {
+  app.get<{ Params: { id: string } }>('/cats/:id', catIdSchema, (request, reply) => {
     const json = cats.findJson(Number(request.params.id))
     if (json === undefined) return ''
     reply.type(JSON_CONTENT_TYPE)
@@ -96,7 +123,7 @@ export function createFloorServer (options: FloorOptions): FastifyInstance {
     reply.code(201)
     return cats.create(request.body)
   })
-  app.put<{ Params: { id: string }, Body: UpdateCatBody }>('/cats/:id', (request, reply) => {
+  app.put<{ Params: { id: string }, Body: UpdateCatBody }>('/cats/:id', updateSchema, (request, reply) => {
     if (findMergeProblems(request.body).length > 0) {
       reply.code(400)
       return { statusCode: 400, error: 'Bad Request', message: 'body is not safe to merge' }

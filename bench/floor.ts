@@ -1,10 +1,11 @@
 /**
  * The Fastify floor: a scenario on the baseline, the baseline without the
  * service's headers, the bare floor server, the floor server with the
- * service's headers, the same with a metrics hook, and the service with
+ * service's headers, the same with a metrics hook, the same with headers and the
+ * service's production features from Fastify and its plugins, and the service with
  * metrics off and on, interleaved round by round over several starts: how much of the service's
- * ratio is Fastify itself, how much the headers and the metrics hook, and how
- * much its own plugins.
+ * ratio is Fastify itself, how much the headers and the metrics hook, how much
+ * the logger, load shedding, draining hook and validation, and how much its own code.
  */
 import type { Harness } from './harness.js'
 import { measure, prefill } from './load.js'
@@ -20,6 +21,7 @@ export async function runFloor (bench: Harness, scenario: Scenario): Promise<Flo
     ['baseline', {}], ['baseline', { BASELINE_HEADERS: '0' }],
     ['floor', { FLOOR_HEADERS: '0', FLOOR_CATS: cats }], ['floor', { FLOOR_HEADERS: '1', FLOOR_CATS: cats }],
     ['floor', { FLOOR_HEADERS: '1', FLOOR_METRICS: '1', FLOOR_CATS: cats }],
+    ['floor', { FLOOR_HEADERS: '1', FLOOR_FEATURES: '1', FLOOR_CATS: cats }],
     ['project', {}], ['project', { METRICS_ENABLED: 'true' }]
   ]
   const { samples, peakRss } = await bench.measureStarts({
@@ -36,7 +38,7 @@ export async function runFloor (bench: Harness, scenario: Scenario): Promise<Flo
     settings: bench.settings(mode.duration, scenario.settings),
     label: (index) => `[floor ${scenario.id}] server ${index + 1} of ${contenders.length}`
   })
-  const [baseline, bareBaseline, bare, headers, headersMetrics, project, projectMetrics] =
+  const [baseline, bareBaseline, bare, headers, headersMetrics, headersFeatures, project, projectMetrics] =
     samples.map((runs, index) => summarize(runs, peakRss[index]))
-  return { title: scenario.title, baseline, bareBaseline, bare, headers, headersMetrics, project, projectMetrics }
+  return { title: scenario.title, baseline, bareBaseline, bare, headers, headersMetrics, headersFeatures, project, projectMetrics }
 }

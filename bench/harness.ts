@@ -101,7 +101,8 @@ export function serverEnvironments (secret: string, logLevel: string): Record<Se
       LOGIN_CLIENT_MAX_FAILURES: '1000000000'
     },
     baseline: { JWT_SECRET: secret, CATS_MAX: String(CATS_MAX) },
-    floor: { JWT_SECRET: secret, FLOOR_CATS: '1000' }
+    // The service's log level, for the floor that runs with the service's logger (FLOOR_FEATURES).
+    floor: { JWT_SECRET: secret, LOG_LEVEL: logLevel, FLOOR_CATS: '1000' }
   }
 }
 

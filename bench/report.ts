@@ -116,6 +116,11 @@ export interface FloorResult {
   headers: SideSummary
   /** The same plus the request-duration histogram the service observes with metrics on. */
   headersMetrics: SideSummary
+  /**
+   * The floor with the headers plus the service's production features from Fastify and its plugins: its logger
+   * and server options, load shedding, the draining hook, Ajv validation of the id and the update's body.
+   */
+  headersFeatures: SideSummary
   project: SideSummary
   /** The service with METRICS_ENABLED=true. */
   projectMetrics: SideSummary
@@ -271,6 +276,7 @@ export function markdown (report: BenchReport): string {
         row('Fastify: these routes, no logger, no other hooks (the create with the service\'s body and reply schemas, the update with the baseline\'s merge, the profile with @fastify/jwt and its guard hook)', floor.bare),
         row('the same + the service\'s security headers and request id', floor.headers),
         row('the same + a prom-client histogram observed in an onResponse hook, as the service with metrics on', floor.headersMetrics),
+        row('Fastify with the headers + the service\'s logger and server options, load shedding (under-pressure), draining hook and Ajv validation of the id and the update\'s body', floor.headersFeatures),
         row('the service', floor.project),
         row('the service with metrics on', floor.projectMetrics)
       ]
