@@ -63,11 +63,12 @@ const INVALID_TOKEN_BODY = errorBody(new InvalidToken())
  */
 export function createFloorServer (options: FloorOptions): FastifyInstance {
   const { config } = options
-  // The service's timeouts and header limit, as the baseline has them.
-  const app = options.features === true
+  const features = options.features === true
+  // With the features, the standalone server's options (its logger among them); else only the service's
+  // timeouts and header limit, as the baseline has them.
+  const app = features
     ? Fastify(serverOptions(config))
     : Fastify({ ...connectionSettings(config), logger: false, genReqId: options.headers ? () => randomUUID() : undefined })
-  const features = options.features === true
   if (features) {
     app.setValidatorCompiler(createValidatorCompiler(sharedSchemas))
     for (const schema of sharedSchemas) app.addSchema(schema)
