@@ -18,7 +18,7 @@ import { jwtOptions } from '../src/auth/jwt-options.js'
 import { durationToSeconds, type Config } from '../src/config.js'
 import { connectionSettings, serverOptions } from '../src/http/server-options.js'
 import { drainingShutdown } from '../src/http/graceful-shutdown.js'
-import { createValidatorCompiler } from '../src/http/validator-compiler.js'
+import { useValidation } from '../src/http/validator-compiler.js'
 import { sharedSchemas } from '../src/http/shared-schemas.js'
 import configPlugin from '../plugins/config.js'
 import underPressurePlugin from '../plugins/under-pressure.js'
@@ -70,8 +70,7 @@ export function createFloorServer (options: FloorOptions): FastifyInstance {
     ? Fastify(serverOptions(config))
     : Fastify({ ...connectionSettings(config), logger: false, genReqId: options.headers ? () => randomUUID() : undefined })
   if (features) {
-    app.setValidatorCompiler(createValidatorCompiler(sharedSchemas))
-    for (const schema of sharedSchemas) app.addSchema(schema)
+    useValidation(app, sharedSchemas)
     drainingShutdown(app, config.SHUTDOWN_TIMEOUT_MS)
     app.register(configPlugin, { config })
     app.register(underPressurePlugin)

@@ -3,7 +3,7 @@ import AutoLoad from '@fastify/autoload'
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
 import type { FastifyPluginAsync } from 'fastify'
 import type { AppOptions } from './app-options.js'
-import { createValidatorCompiler } from './http/validator-compiler.js'
+import { useValidation } from './http/validator-compiler.js'
 import { serializersOnFirstUse } from './http/serializer-compiler.js'
 import { errorHandler, notFoundHandler } from './http/error-handler.js'
 import { sharedSchemas } from './http/shared-schemas.js'
@@ -19,8 +19,7 @@ const root = join(import.meta.dirname, '..')
 const app: FastifyPluginAsync<AppOptions> = async (fastify, opts) => {
   // Fastify's own serializers, each compiled when its first reply is sent.
   fastify.setSchemaController({ compilersFactory: { buildSerializer: serializersOnFirstUse(SerializerSelector()) } })
-  fastify.setValidatorCompiler(createValidatorCompiler(sharedSchemas))
-  for (const schema of sharedSchemas) fastify.addSchema(schema)
+  useValidation(fastify, sharedSchemas)
   fastify.setErrorHandler(errorHandler)
   fastify.setNotFoundHandler(notFoundHandler)
   // Without a text parser, a text/plain body is a 415 instead of reaching validation.

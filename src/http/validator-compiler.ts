@@ -1,6 +1,6 @@
 import { Ajv, type AnySchema, type Options, type ValidateFunction } from 'ajv'
 import addFormats from 'ajv-formats'
-import type { FastifySchemaCompiler } from 'fastify'
+import type { FastifyInstance, FastifySchemaCompiler } from 'fastify'
 
 /** What Fastify uses of an Ajv validator: the call (with the parent data when given) and `errors`. */
 interface Validator {
@@ -57,4 +57,13 @@ export function createValidatorCompiler (sharedSchemas: AnySchema[]): FastifySch
     ? (bodyAjv ??= createAjv(false, sharedSchemas))
     : (otherAjv ??= createAjv('array', sharedSchemas))
   return ({ schema, httpPart }) => validatorOnFirstUse(() => ajvFor(httpPart).compile(schema))
+}
+
+/**
+ * The service's validation in `fastify`'s scope: the validator compiler above, and `sharedSchemas`
+ * registered with Fastify too, for its serializers and the OpenAPI document.
+ */
+export function useValidation (fastify: FastifyInstance, sharedSchemas: AnySchema[]): void {
+  fastify.setValidatorCompiler(createValidatorCompiler(sharedSchemas))
+  for (const schema of sharedSchemas) fastify.addSchema(schema)
 }
