@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util'
 import { DEFAULT_DATABASE_URL } from './stores.js'
 
 export const USAGE = `Usage: npm run bench -- [options]
-  --quick            short run (two starts, shorter runs: about a sixth of a full run, which takes about 70 minutes on 2 cores)
+  --quick            short run (two starts, shorter runs: about a sixth of a full run, which takes about 90 minutes on 2 cores)
   --starts N         fresh starts of every server per scenario, each warmed up and measured (default 6, quick 2)
   --rounds N         measured rounds per start (default 1: A B A B … when more)
   --duration S       seconds per measured run (default 3, quick 1.5)
