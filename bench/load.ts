@@ -57,25 +57,31 @@ export interface Measurement {
   otherLoad: number
 }
 
-/**
- * Starts counting the CPU that processes other than the server and this one
- * use; the returned function gives it in cores (CPU seconds per wall second).
- */
-function othersMeter (pid: number): () => number {
+interface RunMeter {
+  seconds: number
+  /** The server's CPU seconds. */
+  serverCpu: number
+  /** CPU (cores: CPU seconds per wall second) that processes other than the server and this one used. */
+  otherLoad: number
+}
+
+/** Starts counting a run; the returned function gives what was counted since. */
+function runMeter (pid: number): () => RunMeter {
   const machine = machineBusySeconds()
   const server = cpuSeconds(pid)
   const own = ownCpuSeconds()
   const wall = performance.now()
   return () => {
-    const used = machineBusySeconds() - machine - (cpuSeconds(pid) - server) - (ownCpuSeconds() - own)
-    return Math.max(0, used / ((performance.now() - wall) / 1000))
+    const seconds = (performance.now() - wall) / 1000
+    const serverCpu = cpuSeconds(pid) - server
+    const used = machineBusySeconds() - machine - serverCpu - (ownCpuSeconds() - own)
+    return { seconds, serverCpu, otherLoad: Math.max(0, used / seconds) }
   }
 }
 
-/** Drives one server with autocannon and reads the server's CPU time before and after. */
+/** Drives one server with autocannon and counts the server's CPU time over the traffic. */
 export async function measure (pid: number, url: string, workload: Workload, settings: LoadSettings): Promise<Measurement> {
-  let cpuBefore = cpuSeconds(pid)
-  let others = othersMeter(pid)
+  let meter = runMeter(pid)
   const instance = autocannon({
     url,
     connections: settings.connections,
@@ -90,15 +96,9 @@ export async function measure (pid: number, url: string, workload: Workload, set
   // 10,000 requests), while the server idles: time the traffic, and count the server's CPU, from 'start'. Counted
   // from before the build, a server's idle work (the service's load-shedding timers: 20-40 ms in 6.5 s) would be
   // charged to the requests of the run.
-  let startedAt = performance.now()
-  instance.on('start', () => {
-    startedAt = performance.now()
-    cpuBefore = cpuSeconds(pid)
-    others = othersMeter(pid)
-  })
+  instance.on('start', () => { meter = runMeter(pid) })
   const result = await instance
-  const seconds = (performance.now() - startedAt) / 1000
-  const cpu = cpuSeconds(pid) - cpuBefore
+  const { seconds, serverCpu: cpu, otherLoad } = meter()
   const requests = result.requests.total
   const statusCodes: Record<string, number> = {}
   for (const [code, { count }] of Object.entries(result.statusCodeStats)) statusCodes[code] = count
@@ -117,7 +117,7 @@ export async function measure (pid: number, url: string, workload: Workload, set
     cpuSeconds: cpu,
     cpuMicrosPerRequest: requests > 0 ? cpu / requests * 1e6 : 0,
     serverBusy: cpu / seconds,
-    otherLoad: others()
+    otherLoad
   }
 }
 
@@ -211,7 +211,7 @@ function percentile (sorted: number[], p: number): number {
  * `pauseMs`, and again, for `seconds`.
  */
 export async function probe (pid: number, url: string, req: LoadRequest, seconds: number, concurrency = 2, pauseMs = 1): Promise<ProbeResult> {
-  const others = othersMeter(pid)
+  const meter = runMeter(pid)
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency })
   const latencies: number[] = []
   let non2xx = 0
@@ -234,6 +234,6 @@ export async function probe (pid: number, url: string, req: LoadRequest, seconds
     p50: percentile(latencies, 50),
     p99: percentile(latencies, 99),
     max: latencies.at(-1) ?? 0,
-    otherLoad: others()
+    otherLoad: meter().otherLoad
   }
 }
