@@ -199,6 +199,16 @@ export function compare (id: string, title: string, target: number | undefined, 
   return { id, title, target, project, baseline, ratios, ...(metricsOn !== undefined && { metricsOn }), pass }
 }
 
+/**
+ * The CPU ratio of each run of `project` to the run of `baseline` at the same place (the same start and round: the
+ * servers of a start are measured back to back), as median, lowest and highest. A slow period of the host that
+ * slows every server of a start cancels out of these; a start of one server that settled slower does not.
+ */
+export function pairedRatios (project: SideSummary, baseline: SideSummary): { median: number, min: number, max: number } {
+  const ratios = project.samples.map((run, index) => ratio(run.cpuMicrosPerRequest, baseline.samples[index]?.cpuMicrosPerRequest ?? 0))
+  return { median: median(ratios), min: Math.min(...ratios), max: Math.max(...ratios) }
+}
+
 const int = (n: number): string => Math.round(n).toLocaleString('en-US')
 const dec = (n: number, digits = 2): string => n.toFixed(digits)
 const mib = (bytes: number): string => (bytes / 2 ** 20).toFixed(1)
@@ -244,6 +254,20 @@ export function markdown (report: BenchReport): string {
     `runs measured again because other processes used more than 0.25 CPU: ${settings.remeasuredBusyRuns}.`)
   parts.push('### Project vs. baseline (ratio = project / baseline; medians of the runs over all starts)\n\n' +
     table(SCENARIO_HEADER, report.scenarios.map(scenarioRow)))
+
+  const paired = (project: SideSummary, baseline: SideSummary): string => {
+    const { median: middle, min, max } = pairedRatios(project, baseline)
+    return `${dec(middle)} (${dec(min)}–${dec(max)})`
+  }
+  parts.push('### The same CPU ratios paired within a start (median of the runs\' ratios, lowest–highest)\n\n' +
+    'Each run of the project divided by the baseline\'s run of the same start and round, measured back to back. ' +
+    'Reported beside the target, not instead of it: the verdict above is on the ratio of the medians. A narrow ' +
+    'range above 1 is a real difference; a wide one is the spread of the starts.\n\n' + table(
+    ['Scenario', 'metrics off', 'metrics on', 'CPU ratio (off / on)', 'Target'],
+    report.scenarios.filter((s) => s.target !== undefined).map((s) => [
+      s.title, paired(s.project, s.baseline), s.metricsOn === undefined ? '—' : paired(s.metricsOn.project, s.metricsOn.baseline),
+      `${dec(s.ratios.cpuPerRequest)} / ${s.metricsOn === undefined ? '—' : dec(s.metricsOn.cpuPerRequest)}`, `≤ ${dec(s.target ?? 0)}`
+    ])))
 
   if (report.login !== undefined) {
     parts.push('### POST /auth/login (bound by the scrypt password hash by design; no target)\n\n' +
