@@ -205,7 +205,7 @@ export function compare (id: string, title: string, target: number | undefined, 
  * slows every server of a start cancels out of these; a start of one server that settled slower does not.
  */
 export function pairedRatios (project: SideSummary, baseline: SideSummary): { median: number, min: number, max: number } {
-  const ratios = project.samples.map((run, index) => ratio(run.cpuMicrosPerRequest, baseline.samples[index]?.cpuMicrosPerRequest ?? 0))
+  const ratios = project.samples.map((run, index) => ratio(run.cpuMicrosPerRequest, baseline.samples[index].cpuMicrosPerRequest))
   return { median: median(ratios), min: Math.min(...ratios), max: Math.max(...ratios) }
 }
 
@@ -213,6 +213,7 @@ const int = (n: number): string => Math.round(n).toLocaleString('en-US')
 const dec = (n: number, digits = 2): string => n.toFixed(digits)
 const mib = (bytes: number): string => (bytes / 2 ** 20).toFixed(1)
 const verdict = (pass: boolean | undefined): string => (pass === undefined ? '—' : pass ? '**PASS**' : '**FAIL**')
+const targetCell = (target: number | undefined): string => (target === undefined ? '—' : `≤ ${dec(target)}`)
 
 export function table (header: string[], rows: string[][]): string {
   const line = (cells: string[]): string => `| ${cells.join(' | ')} |`
@@ -231,7 +232,7 @@ function scenarioRow (s: ScenarioResult): string[] {
       ? '—'
       : `${dec(s.metricsOn.project.cpuMicrosPerRequest, 1)} / ${dec(s.metricsOn.baseline.cpuMicrosPerRequest, 1)} ` +
         `(${dec(s.metricsOn.cpuPerRequest)}; ${dec(s.metricsOn.againstBaselineWithout)} to B without)`,
-    s.target === undefined ? '—' : `≤ ${dec(s.target)}`, verdict(s.pass)
+    targetCell(s.target), verdict(s.pass)
   ]
 }
 
@@ -260,13 +261,12 @@ export function markdown (report: BenchReport): string {
     return `${dec(middle)} (${dec(min)}–${dec(max)})`
   }
   parts.push('### The same CPU ratios paired within a start (median of the runs\' ratios, lowest–highest)\n\n' +
-    'Each run of the project divided by the baseline\'s run of the same start and round, measured back to back. ' +
-    'Reported beside the target, not instead of it: the verdict above is on the ratio of the medians. A narrow ' +
-    'range above 1 is a real difference; a wide one is the spread of the starts.\n\n' + table(
+    'Each run of the project divided by the baseline\'s run of the same start and round (see Method, Paired within ' +
+    'a start); the verdict above stays on the ratio of the medians.\n\n' + table(
     ['Scenario', 'metrics off', 'metrics on', 'CPU ratio (off / on)', 'Target'],
-    report.scenarios.filter((s) => s.target !== undefined).map((s) => [
-      s.title, paired(s.project, s.baseline), s.metricsOn === undefined ? '—' : paired(s.metricsOn.project, s.metricsOn.baseline),
-      `${dec(s.ratios.cpuPerRequest)} / ${s.metricsOn === undefined ? '—' : dec(s.metricsOn.cpuPerRequest)}`, `≤ ${dec(s.target ?? 0)}`
+    report.scenarios.filter((s) => s.target !== undefined).map(({ title, project, baseline, ratios, metricsOn, target }) => [
+      title, paired(project, baseline), metricsOn === undefined ? '—' : paired(metricsOn.project, metricsOn.baseline),
+      `${dec(ratios.cpuPerRequest)} / ${metricsOn === undefined ? '—' : dec(metricsOn.cpuPerRequest)}`, targetCell(target)
     ])))
 
   if (report.login !== undefined) {
