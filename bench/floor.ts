@@ -36,7 +36,8 @@ export async function runFloor (bench: Harness, scenario: Scenario): Promise<Flo
     },
     workload: () => scenario.workload(),
     settings: bench.settings(mode.duration, scenario.settings),
-    label: (index) => `[floor ${scenario.id}] server ${index + 1} of ${contenders.length}`
+    label: (index) => `[floor ${scenario.id}] server ${index + 1} of ${contenders.length}`,
+    starts: mode.floorStarts
   })
   const [baseline, bareBaseline, bare, headers, headersMetrics, headersFeatures, project, projectMetrics] =
     samples.map((runs, index) => summarize(runs, peakRss[index]))

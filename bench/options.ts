@@ -6,8 +6,9 @@ import { parseArgs } from 'node:util'
 import { DEFAULT_DATABASE_URL } from './stores.js'
 
 export const USAGE = `Usage: npm run bench -- [options]
-  --quick            short run (two starts, shorter runs: about a sixth of a full run, which takes about 90 minutes on 2 cores)
-  --starts N         fresh starts of every server per scenario, each warmed up and measured (default 6, quick 2)
+  --quick            short run (two starts, shorter runs; a full run takes about 90 minutes on 2 cores)
+  --starts N         fresh starts of every server per scenario, each warmed up and measured (default 10, quick 2;
+                     the floor group, which has no target, takes at most 3)
   --rounds N         measured rounds per start (default 1: A B A B … when more)
   --duration S       seconds per measured run (default 3, quick 1.5)
   --connections N    autocannon connections for the throughput scenarios (default 50)
@@ -28,9 +29,12 @@ export interface Mode {
   /**
    * Fresh starts of each server per scenario. Two starts of one build settle at CPU costs up to a quarter
    * apart for as long as they run, so a comparison rests on several starts of each side, not on one:
-   * six by default, since with four a host whose starts fall into two states decided ratios by the draw.
+   * ten by default, since with six the ratio of two medians still moved by about 3% (one standard deviation)
+   * from one run to the next, enough to flip a verdict near a target.
    */
   starts: number
+  /** Fresh starts per floor scenario: the floor group is reported, not judged, so it takes fewer starts. */
+  floorStarts: number
   /** Measured rounds per start. */
   rounds: number
   /** Seconds per measured run. */
@@ -81,11 +85,13 @@ export function parseOptions (argv: string[] = process.argv.slice(2)): BenchOpti
     }
   })
   const quick = args.quick
+  const starts = Math.max(1, Number(args.starts ?? (quick ? 2 : 10)))
   return {
     help: args.help,
     quick,
     mode: {
-      starts: Math.max(1, Number(args.starts ?? (quick ? 2 : 6))),
+      starts,
+      floorStarts: Math.min(starts, 3),
       rounds: Math.max(1, Number(args.rounds ?? 1)),
       duration: Number(args.duration ?? (quick ? 1.5 : 3)),
       // V8 is still optimizing the service's hot functions for about 4 s of load (BENCHMARKS.md, Method).

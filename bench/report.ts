@@ -292,7 +292,7 @@ export function markdown (report: BenchReport): string {
     const row = (name: string, side: SideSummary): string[] => [
       name, dec(side.cpuMicrosPerRequest, 1), dec(ratio(side.cpuMicrosPerRequest, floor.baseline.cpuMicrosPerRequest)), int(side.reqPerSec)
     ]
-    parts.push(`### The Fastify floor: ${floor.title}, CPU per request (interleaved, medians of the runs over all starts)\n\n` + table(
+    parts.push(`### The Fastify floor: ${floor.title}, CPU per request (interleaved, medians of the runs over ${settings.floorStarts} starts)\n\n` + table(
       ['Server', 'CPU µs/req', 'ratio to baseline', 'req/s'],
       [
         row('baseline (node:http, with the service\'s headers)', floor.baseline),

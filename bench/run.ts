@@ -100,6 +100,7 @@ const report: BenchReport = {
   settings: {
     pinned,
     starts: mode.starts,
+    floorStarts: mode.floorStarts,
     rounds: mode.rounds,
     secondsPerRun: mode.duration,
     warmupSeconds: mode.warmup,
