@@ -92,10 +92,10 @@ export async function measure (pid: number, url: string, workload: Workload, set
     // Copies: autocannon stores the built request buffers on these objects.
     requests: workload.requests.map((req) => ({ ...req }))
   })
-  // autocannon's own duration includes building the requests of every connection (about 6 s for 50 connections ×
-  // 10,000 requests, a few for the bench's lists), while the server idles: time the traffic, and count the server's
-  // CPU, from 'start'. Counted from before the build, a server's idle work (the service's load-shedding timers:
-  // 20-40 ms in 6.5 s) would be charged to the requests of the run.
+  // autocannon's own duration includes building the requests of every connection (seconds for 50 connections ×
+  // thousands of requests), while the server idles: time the traffic, and count the server's CPU, from 'start'.
+  // Counted from before the build, a server's idle work (the service's load-shedding timers: 20-40 ms in 6.5 s)
+  // would be charged to the requests of the run.
   instance.on('start', () => { meter = runMeter(pid) })
   const result = await instance
   const { seconds, serverCpu: cpu, otherLoad } = meter()
