@@ -32,7 +32,9 @@ export async function runFloor (bench: Harness, scenario: Scenario): Promise<Flo
     prepare: async (servers) => {
       // The floor servers create their cats themselves (FLOOR_CATS).
       for (const server of servers.filter(({ kind }) => kind !== 'floor')) await prefill(server.url, scenario.cats)
-      for (const server of servers) await measure(server.pid, server.url, scenario.workload(), bench.settings(mode.warmup, scenario.settings))
+    },
+    warmUp: async (server, seconds) => {
+      await measure(server.pid, server.url, scenario.workload(), bench.settings(seconds, scenario.settings))
     },
     workload: () => scenario.workload(),
     settings: bench.settings(mode.duration, scenario.settings),

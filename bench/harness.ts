@@ -57,9 +57,9 @@ export interface Harness {
   measureQuiet: (server: RunningServer, workload: Workload, settings: LoadSettings, attempts?: number) => Promise<Measurement>
   /**
    * Measures servers over `starts` fresh starts (the mode's by default): each start launches them all, prepares
-   * them (cats, warm-up), measures the mode's rounds interleaved and stops them. The order of the servers
-   * rotates from one start to the next, so no server is always measured first. Returns every run per server
-   * and the highest peak RSS of its starts.
+   * them (cats, logouts), measures the mode's rounds interleaved, each run straight after its server's warm-up,
+   * and stops them. The order of the servers rotates from one start to the next, so no server is always measured
+   * first. Returns every run per server and the highest peak RSS of its starts.
    */
   measureStarts: (plan: StartsPlan) => Promise<{ samples: Measurement[][], peakRss: number[] }>
   /** Runs measured again because other processes disturbed them. */
@@ -69,16 +69,18 @@ export interface Harness {
 export interface StartsPlan {
   /** Starts the servers of one start into `servers`, in a fixed order (those started are stopped if a later one fails). */
   launch: (servers: RunningServer[]) => Promise<void>
-  /** Prepares the started servers: cats, logouts, warm-up. */
+  /** Prepares the started servers: cats, logouts. */
   prepare: (servers: RunningServer[]) => Promise<void>
+  /** Warms up one server for about `seconds`, unmeasured; measureStarts calls it right before each measured run. */
+  warmUp: (server: RunningServer, seconds: number) => Promise<void>
   /** A fresh workload for each server and run. */
   workload: () => Workload
   settings: LoadSettings
   /** The name of a server in the progress lines. */
   label: (index: number) => string
   starts?: number
-  /** Called with the servers of each start once they are prepared (profiling counts from there). */
-  onPrepared?: (servers: RunningServer[]) => void
+  /** Called with a server (its index in launch order) after its first warm-up of a start (profiling counts from there). */
+  onWarmedUp?: (index: number, server: RunningServer) => void
 }
 
 /** One run in a progress line. */
@@ -140,13 +142,25 @@ export function createHarness (options: HarnessOptions): Harness {
   const measureQuiet = (server: RunningServer, workload: Workload, load: LoadSettings, attempts?: number): Promise<Measurement> =>
     quietest(() => measure(server.pid, server.url, workload, load), attempts)
 
-  /** The measured rounds, interleaved: every server once per round (A B A B …); logs each run; returns the runs per server. */
-  async function measureRounds (servers: RunningServer[], workloads: Workload[], load: LoadSettings,
+  /**
+   * The measured rounds of one start, interleaved: every server once per round (A B A B …) in the given order,
+   * each run straight after the server's warm-up; logs each run; returns the runs per server, by launch index.
+   *
+   * Why straight after: when every server of a start was warmed up in one pass and measured in the next, the one
+   * launched first idled longest between the two in every start (the service, in the main comparison), and a
+   * quiet process is not the one that was warmed up (V8 shrinks a quiet heap and collects it in full). Now every
+   * server goes from its warm-up to its run with nothing in between, whatever its place in the order.
+   */
+  async function measureRounds (plan: StartsPlan, servers: RunningServer[], order: number[],
     label: (round: number, index: number) => string): Promise<Measurement[][]> {
     const samples: Measurement[][] = servers.map(() => [])
+    const workloads = servers.map(() => plan.workload())
     for (let round = 1; round <= mode.rounds; round++) {
-      for (const [index, server] of servers.entries()) {
-        const result = await measureQuiet(server, workloads[index], load)
+      for (const index of order) {
+        const server = servers[index]
+        await plan.warmUp(server, round === 1 ? mode.warmup : mode.leadIn)
+        if (round === 1) plan.onWarmedUp?.(index, server)
+        const result = await measureQuiet(server, workloads[index], plan.settings)
         samples[index].push(result)
         log(`${label(round, index)}: ${progress(result)}`)
       }
@@ -163,13 +177,11 @@ export function createHarness (options: HarnessOptions): Harness {
       try {
         await plan.launch(servers)
         await plan.prepare(servers)
-        plan.onPrepared?.(servers)
         const order = servers.map((_, index) => (index + start - 1) % servers.length)
-        const runs = await measureRounds(order.map((index) => servers[index]), order.map(() => plan.workload()),
-          plan.settings, (round, position) => `${plan.label(order[position])}, start ${start} round ${round}`)
-        for (const [position, index] of order.entries()) {
-          (samples[index] ??= []).push(...runs[position])
-          peakRss[index] = Math.max(peakRss[index] ?? 0, memory(servers[index].pid).peakRss)
+        const runs = await measureRounds(plan, servers, order, (round, index) => `${plan.label(index)}, start ${start} round ${round}`)
+        for (const [index, server] of servers.entries()) {
+          (samples[index] ??= []).push(...runs[index])
+          peakRss[index] = Math.max(peakRss[index] ?? 0, memory(server.pid).peakRss)
         }
       } finally {
         for (const server of servers) await server.stop()

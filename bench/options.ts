@@ -39,8 +39,10 @@ export interface Mode {
   rounds: number
   /** Seconds per measured run. */
   duration: number
-  /** Seconds of warm-up per server and scenario. */
+  /** Seconds of warm-up per server and scenario, right before its first measured run. */
   warmup: number
+  /** Seconds of warm-up right before each later run, to bring back a server that idled while the others ran. */
+  leadIn: number
   connections: number
   /** Logins per measured run of the login scenario (a fixed number, so that every hash started is counted). */
   loginAmount: number
@@ -96,6 +98,7 @@ export function parseOptions (argv: string[] = process.argv.slice(2)): BenchOpti
       duration: Number(args.duration ?? (quick ? 1.5 : 3)),
       // V8 is still optimizing the service's hot functions for about 4 s of load (BENCHMARKS.md, Method).
       warmup: quick ? 2 : 5,
+      leadIn: quick ? 0.5 : 1,
       connections: Number(args.connections),
       loginAmount: quick ? 6 : 12,
       floodConnections: 50,

@@ -248,8 +248,9 @@ export function markdown (report: BenchReport): string {
   parts.push(`Run ${report.generatedAt} (${report.mode}, ${settings.totalSeconds} s): ${machine.cpuModel} × ${machine.cpus} CPUs, ` +
     `${machine.memoryGiB} GiB, ${machine.platform}, kernel ${machine.kernel}, Node ${machine.node} (V8 ${machine.v8}); ` +
     `${settings.pinned === true ? 'server pinned to CPU 0 and load generator to CPU 1 with taskset' : 'nothing pinned'}; ` +
-    `${settings.starts} starts of each server per scenario, each warmed up for ${settings.warmupSeconds} s and measured in ` +
-    `${settings.rounds} round(s) of ${settings.secondsPerRun} s (servers interleaved), ` +
+    `${settings.starts} starts of each server per scenario, each measured in ${settings.rounds} round(s) of ` +
+    `${settings.secondsPerRun} s (servers interleaved), each run straight after the server's warm-up ` +
+    `(${settings.warmupSeconds} s before the first round, ${settings.leadInSeconds} s before later ones), ` +
     `${settings.connections} connections; project LOG_LEVEL=${settings.projectLogLevel}; ` +
     `load average at start ${report.loadAverageAtStart.map((l) => l.toFixed(2)).join(' ')}; ` +
     `runs measured again because other processes used more than 0.25 CPU: ${settings.remeasuredBusyRuns}.`)

@@ -72,6 +72,7 @@ const stores = wanted('stores') || storeIds.length > 0
     // One start per store, measured as many times as a server of the other groups over its starts.
     rounds: mode.starts * mode.rounds,
     warmup: mode.warmup,
+    leadIn: mode.leadIn,
     duration: mode.duration,
     settings: (s, seconds) => bench.settings(seconds, s.settings),
     // Start-up is reported from the in-memory servers of the other groups only.
@@ -104,6 +105,7 @@ const report: BenchReport = {
     rounds: mode.rounds,
     secondsPerRun: mode.duration,
     warmupSeconds: mode.warmup,
+    leadInSeconds: mode.leadIn,
     connections: mode.connections,
     loginRequestsPerRun: mode.loginAmount,
     projectLogLevel: options.logLevel,

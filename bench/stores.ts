@@ -48,6 +48,8 @@ export interface StoresContext {
   /** Seconds of warm-up and of each measured run. */
   warmup: number
   duration: number
+  /** Seconds of warm-up before each round after the first. */
+  leadIn: number
   settings: (scenario: StoreScenario, seconds: number) => LoadSettings
   /** Starts the project server with these extra env variables. */
   start: (env: Record<string, string>) => Promise<RunningServer>
@@ -173,11 +175,12 @@ async function runScenario (context: StoresContext, scenario: StoreScenario): Pr
     for (const [index, server] of servers.entries()) {
       const filled = await prefill(server.url, scenario.cats)
       if (filled.cats !== scenario.cats) throw new Error(`${names[index]}: prefill created ${filled.cats} of ${scenario.cats} cats`)
-      await context.measure(server, scenario.workload(), context.settings(scenario, context.warmup), 1)
     }
     const samples: Sample[][] = servers.map(() => [])
     for (let round = 1; round <= context.rounds; round++) {
       for (const [index, server] of servers.entries()) {
+        // Right before each run, so that no store is measured after idling while the others ran.
+        await context.measure(server, scenario.workload(), context.settings(scenario, round === 1 ? context.warmup : context.leadIn), 1)
         const postgres = names[index] === 'postgres'
         const before = postgres ? await backendsCpuSeconds(context.databaseUrl, schema) : undefined
         // PostgreSQL's own CPU counts as "other processes": measuring again would not make it go away.

@@ -38,7 +38,7 @@ export async function runScenario (bench: Harness, scenario: Scenario, profile: 
         ])
   ]
   const profileDirs = contenders.map(({ kind }) => profile ? mkdtempSync(join(os.tmpdir(), `cats-bench-${kind}-`)) : undefined)
-  let skipMs = contenders.map(() => 0)
+  const skipMs = contenders.map(() => 0)
   try {
     const { samples, peakRss } = await bench.measureStarts({
       launch: async (servers) => {
@@ -54,11 +54,14 @@ export async function runScenario (bench: Harness, scenario: Scenario, profile: 
             const loggedOut = await logOut(server.url, tokens)
             if (loggedOut !== revoked) throw new Error(`${server.kind}: ${loggedOut} of ${revoked} logouts succeeded`)
           }
-          await measure(server.pid, server.url, scenario.workload(), bench.settings(mode.warmup, scenario.settings, login ? 2 : undefined))
         }
       },
-      // Profiles leave out start-up, prefill and warm-up.
-      onPrepared: (servers) => { skipMs = servers.map((server) => performance.now() - server.spawnedAt) },
+      // The login scenario warms up with two logins (scrypt takes about 0.3 s of CPU each).
+      warmUp: async (server, seconds) => {
+        await measure(server.pid, server.url, scenario.workload(), bench.settings(seconds, scenario.settings, login ? 2 : undefined))
+      },
+      // Profiles leave out start-up, prefill and the first warm-up.
+      onWarmedUp: (index, server) => { skipMs[index] = performance.now() - server.spawnedAt },
       workload: () => scenario.workload(),
       settings: bench.settings(mode.duration, scenario.settings, login ? mode.loginAmount : undefined),
       label: (index) => `[${scenario.id}] ${contenders[index].label}`,
