@@ -7,16 +7,17 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { Harness } from './harness.js'
 import { measure, probe } from './load.js'
 import type { FloodResult, FloodSide } from './report.js'
-import { loginRequest, profileRequest } from './scenarios.js'
+import { loginRequest, profileRequest, signToken } from './scenarios.js'
 import type { ServerKind } from './servers.js'
 
 const TARGET = 3
 
-async function floodSide (bench: Harness, kind: ServerKind, token: string): Promise<FloodSide> {
+async function floodSide (bench: Harness, kind: ServerKind, secret: string): Promise<FloodSide> {
   const { mode } = bench
   const server = await bench.start(kind)
   try {
-    const req = profileRequest(token)
+    // Signed now: a token lives an hour, and the flood runs late in a full run.
+    const req = profileRequest(signToken(secret))
     await probe(server.pid, server.url, req, 0.5)
     const idle = await bench.quietest(() => probe(server.pid, server.url, req, mode.floodSeconds))
     const flooding = measure(server.pid, server.url, { requests: [loginRequest] },
@@ -38,10 +39,10 @@ async function floodSide (bench: Harness, kind: ServerKind, token: string): Prom
   }
 }
 
-/** `token` must be valid on the project and the baseline. */
-export async function runFlood (bench: Harness, token: string): Promise<FloodResult> {
-  const project = await floodSide(bench, 'project', token)
-  const baseline = await floodSide(bench, 'baseline', token)
+/** `secret` is the JWT secret of the project and the baseline. */
+export async function runFlood (bench: Harness, secret: string): Promise<FloodResult> {
+  const project = await floodSide(bench, 'project', secret)
+  const baseline = await floodSide(bench, 'baseline', secret)
   return {
     connections: bench.mode.floodConnections,
     seconds: bench.mode.floodSeconds,

@@ -33,7 +33,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import autocannon from 'autocannon'
 import { serverEnvironments } from './harness.js'
 import { prefill, type LoadRequest } from './load.js'
-import { findScenario, signToken, throughputScenarios } from './scenarios.js'
+import { findScenario, throughputScenarios } from './scenarios.js'
 import { compileBaseline, startServer, type ServerKind } from './servers.js'
 
 const root = join(import.meta.dirname, '..')
@@ -52,7 +52,7 @@ if (spawnSync('valgrind', ['--version']).status !== 0) {
 
 const secret = randomBytes(32).toString('hex')
 const environments = serverEnvironments(secret, 'warn')
-const scenarios = throughputScenarios(signToken(secret))
+const scenarios = throughputScenarios(secret)
 
 interface Contender {
   name: string

@@ -15,7 +15,7 @@ import { parseOptions, USAGE } from './options.js'
 import { machineInfo, pinProcess, tasksetWorks } from './proc.js'
 import { markdown, startupStats, type BenchReport, type ScenarioResult } from './report.js'
 import { runScaling } from './scaling.js'
-import { findScenario, loginScenario, signToken, throughputScenarios } from './scenarios.js'
+import { findScenario, loginScenario, throughputScenarios } from './scenarios.js'
 import { compileBaseline } from './servers.js'
 import { DEFAULT_DATABASE_URL, runStores, STORE_SCENARIOS, storesMarkdown } from './stores.js'
 import { runScenario } from './throughput.js'
@@ -48,8 +48,7 @@ if (loadAverageAtStart[0] > 0.5) log(`warning: load average is ${loadAverageAtSt
 
 const secret = randomBytes(32).toString('hex')
 const bench = createHarness({ root, mode, logLevel: options.logLevel, serverCpu: pinned ? 0 : undefined, secret, log })
-const token = signToken(secret)
-const scenarios = throughputScenarios(token)
+const scenarios = throughputScenarios(secret)
 
 const started = Date.now()
 const results: ScenarioResult[] = []
@@ -57,7 +56,7 @@ for (const scenario of scenarios) {
   if (wanted(scenario.id)) results.push(await runScenario(bench, scenario, options.profile))
 }
 const login = wanted(loginScenario.id) ? await runScenario(bench, loginScenario, options.profile) : undefined
-const flood = wanted('flood') ? await runFlood(bench, token) : undefined
+const flood = wanted('flood') ? await runFlood(bench, secret) : undefined
 const scaling = wanted('scaling') ? await runScaling(bench) : undefined
 const floors = []
 if (wanted('floor')) {
