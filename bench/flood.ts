@@ -32,7 +32,8 @@ async function floodSide (bench: Harness, kind: ServerKind, secret: string): Pro
       login: { requests: logins.requests, non2xx: logins.non2xx, errors: logins.errors, timeouts: logins.timeouts, statusCodes: logins.statusCodes }
     }
     bench.log(`[flood] ${kind}: idle p99 ${(idle.p99 / 1000).toFixed(2)} ms, flood p99 ${(flood.p99 / 1000).toFixed(2)} ms ` +
-      `(x${side.p99Ratio.toFixed(2)}), logins answered ${logins.requests}, non-2xx ${logins.non2xx}`)
+      `(x${side.p99Ratio.toFixed(2)}), probe non-2xx ${idle.non2xx} / ${flood.non2xx}, logins answered ${logins.requests}, ` +
+      `non-2xx ${logins.non2xx}`)
     return side
   } finally {
     await server.stop()

@@ -325,7 +325,8 @@ export function markdown (report: BenchReport): string {
   if (flood !== undefined) {
     const row = (name: string, side: FloodSide, pass: boolean | undefined): string[] => [
       name, dec(side.idle.p99 / 1000), dec(side.flood.p99 / 1000), dec(side.p99Ratio),
-      `${int(side.idle.requests)} / ${int(side.flood.requests)}`,
+      `${int(side.idle.requests)} / ${int(side.flood.requests)}` +
+        `${side.idle.non2xx + side.flood.non2xx > 0 ? ` (non-2xx ${int(side.idle.non2xx)} / ${int(side.flood.non2xx)})` : ''}`,
       `${int(side.login.requests)} (non-2xx ${int(side.login.non2xx)}, errors ${int(side.login.errors)})`,
       `${dec(side.idle.otherLoad)} / ${dec(side.flood.otherLoad)}`,
       pass === undefined ? '—' : `≤ ${flood.target}x ${verdict(pass)}`
