@@ -8,7 +8,7 @@
  * the logger, load shedding, draining hook and validation, and how much its own code.
  */
 import type { Harness } from './harness.js'
-import { measure, prefill } from './load.js'
+import { prefill } from './load.js'
 import { summarize, type FloorResult } from './report.js'
 import type { Scenario } from './scenarios.js'
 import type { ServerKind } from './servers.js'
@@ -32,9 +32,6 @@ export async function runFloor (bench: Harness, scenario: Scenario): Promise<Flo
     prepare: async (servers) => {
       // The floor servers create their cats themselves (FLOOR_CATS).
       for (const server of servers.filter(({ kind }) => kind !== 'floor')) await prefill(server.url, scenario.cats)
-    },
-    warmUp: async (server, seconds) => {
-      await measure(server.pid, server.url, scenario.workload(), bench.settings(seconds, scenario.settings))
     },
     workload: () => scenario.workload(),
     settings: bench.settings(mode.duration, scenario.settings),

@@ -4,7 +4,7 @@
  * taken again while other processes disturb them.
  */
 import { measure, type LoadSettings, type Measurement, type Workload } from './load.js'
-import type { Mode } from './options.js'
+import { warmupBefore, type Mode } from './options.js'
 import { memory } from './proc.js'
 import { startServer, type RunningServer, type ServerKind } from './servers.js'
 
@@ -71,11 +71,11 @@ export interface StartsPlan {
   launch: (servers: RunningServer[]) => Promise<void>
   /** Prepares the started servers: cats, logouts. */
   prepare: (servers: RunningServer[]) => Promise<void>
-  /** Warms up one server for about `seconds`, unmeasured; measureStarts calls it right before each measured run. */
-  warmUp: (server: RunningServer, seconds: number) => Promise<void>
-  /** A fresh workload for each server and run. */
+  /** A fresh workload for each server, run and warm-up. */
   workload: () => Workload
   settings: LoadSettings
+  /** Requests per warm-up instead of its seconds (the login scenario's, each a scrypt hash). */
+  warmupAmount?: number
   /** The name of a server in the progress lines. */
   label: (index: number) => string
   starts?: number
@@ -158,7 +158,7 @@ export function createHarness (options: HarnessOptions): Harness {
     for (let round = 1; round <= mode.rounds; round++) {
       for (const index of order) {
         const server = servers[index]
-        await plan.warmUp(server, round === 1 ? mode.warmup : mode.leadIn)
+        await measure(server.pid, server.url, plan.workload(), settings(warmupBefore(mode, round), plan.settings, plan.warmupAmount))
         if (round === 1) plan.onWarmedUp?.(index, server)
         const result = await measureQuiet(server, workloads[index], plan.settings)
         samples[index].push(result)

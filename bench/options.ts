@@ -57,6 +57,9 @@ export interface Mode {
   attempts: number
 }
 
+/** Seconds of warm-up right before a start's measured run of this round (1 for the first). */
+export const warmupBefore = (mode: Mode, round: number): number => round === 1 ? mode.warmup : mode.leadIn
+
 export interface BenchOptions {
   help: boolean
   quick: boolean

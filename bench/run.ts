@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import { runFloor } from './floor.js'
 import { runFlood } from './flood.js'
 import { CATS_MAX, createHarness } from './harness.js'
-import { parseOptions, USAGE } from './options.js'
+import { parseOptions, USAGE, warmupBefore } from './options.js'
 import { machineInfo, pinProcess, tasksetWorks } from './proc.js'
 import { markdown, startupStats, type BenchReport, type ScenarioResult } from './report.js'
 import { runScaling } from './scaling.js'
@@ -70,8 +70,7 @@ const stores = wanted('stores') || storeIds.length > 0
     scenarios: scenarios.filter((s) => s.id in STORE_SCENARIOS && (storeIds.length === 0 || storeIds.includes(s.id))),
     // One start per store, measured as many times as a server of the other groups over its starts.
     rounds: mode.starts * mode.rounds,
-    warmup: mode.warmup,
-    leadIn: mode.leadIn,
+    warmupBefore: (round) => warmupBefore(mode, round),
     duration: mode.duration,
     settings: (s, seconds) => bench.settings(seconds, s.settings),
     // Start-up is reported from the in-memory servers of the other groups only.

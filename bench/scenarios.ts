@@ -61,10 +61,10 @@ function deleteCreatePairs (n: number): LoadRequest[] {
 export function throughputScenarios (secret: string): Scenario[] {
   // Well-formed, but signed with another secret: the 401 path after the signature check.
   const otherSecret = randomBytes(32).toString('hex')
+  const validProfile = (): Workload => ({ requests: [profileRequest(signToken(secret))] })
   return [
-    scenario('profile', 'GET /profile', ROUTE_TARGET, 0, () => ({ requests: [profileRequest(signToken(secret))] })),
-    scenario('profile-revoked', 'GET /profile, 10,000 tokens logged out', ROUTE_TARGET, 0,
-      () => ({ requests: [profileRequest(signToken(secret))] }), {}, 10_000),
+    scenario('profile', 'GET /profile', ROUTE_TARGET, 0, validProfile),
+    scenario('profile-revoked', 'GET /profile, 10,000 tokens logged out', ROUTE_TARGET, 0, validProfile, {}, 10_000),
     scenario('profile-bad-token', 'GET /profile, bad token (401)', ROUTE_TARGET, 0,
       () => ({ requests: [profileRequest(signToken(otherSecret))] })),
     scenario('cat-read', 'GET /cats/:id (1,000 cats)', ROUTE_TARGET, 1_000, () => ({ requests: perId({ method: 'GET' }, 1_000) })),

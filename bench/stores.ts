@@ -45,11 +45,10 @@ export interface StoresContext {
   databaseUrl: string
   scenarios: StoreScenario[]
   rounds: number
-  /** Seconds of warm-up and of each measured run. */
-  warmup: number
+  /** Seconds of warm-up right before a store's run of this round (1 for the first). */
+  warmupBefore: (round: number) => number
+  /** Seconds of each measured run. */
   duration: number
-  /** Seconds of warm-up before each round after the first. */
-  leadIn: number
   settings: (scenario: StoreScenario, seconds: number) => LoadSettings
   /** Starts the project server with these extra env variables. */
   start: (env: Record<string, string>) => Promise<RunningServer>
@@ -180,7 +179,7 @@ async function runScenario (context: StoresContext, scenario: StoreScenario): Pr
     for (let round = 1; round <= context.rounds; round++) {
       for (const [index, server] of servers.entries()) {
         // Right before each run, so that no store is measured after idling while the others ran.
-        await context.measure(server, scenario.workload(), context.settings(scenario, round === 1 ? context.warmup : context.leadIn), 1)
+        await context.measure(server, scenario.workload(), context.settings(scenario, context.warmupBefore(round)), 1)
         const postgres = names[index] === 'postgres'
         const before = postgres ? await backendsCpuSeconds(context.databaseUrl, schema) : undefined
         // PostgreSQL's own CPU counts as "other processes": measuring again would not make it go away.

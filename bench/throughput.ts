@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { summarizeProfiles } from './cpu-profile.js'
 import type { Harness } from './harness.js'
-import { logOut, measure, prefill } from './load.js'
+import { logOut, prefill } from './load.js'
 import { compare, summarize, type ScenarioResult } from './report.js'
 import { signToken, type Scenario } from './scenarios.js'
 import type { ServerKind } from './servers.js'
@@ -57,9 +57,7 @@ export async function runScenario (bench: Harness, scenario: Scenario, profile: 
         }
       },
       // The login scenario warms up with two logins (scrypt takes about 0.3 s of CPU each).
-      warmUp: async (server, seconds) => {
-        await measure(server.pid, server.url, scenario.workload(), bench.settings(seconds, scenario.settings, login ? 2 : undefined))
-      },
+      ...(login && { warmupAmount: 2 }),
       // Profiles leave out start-up, prefill and the first warm-up.
       onWarmedUp: (index, server) => { skipMs[index] = performance.now() - server.spawnedAt },
       workload: () => scenario.workload(),
