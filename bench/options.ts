@@ -108,7 +108,7 @@ export function parseOptions (argv: string[] = process.argv.slice(2)): BenchOpti
       floodSeconds: quick ? 2 : 5,
       scalingSizes: quick ? [1_000, 100_000] : [1_000, 100_000, 1_000_000],
       scalingSeconds: quick ? 1.5 : 2,
-      scalingRuns: quick ? 1 : 3,
+      scalingRuns: quick ? 1 : 5,
       prefillBudget: quick ? 60 : 180,
       attempts: 2
     },

@@ -68,16 +68,17 @@ export interface ScalingOpResult {
 export interface ScalingStep {
   size: number
   prefill: PrefillResult
-  /** RSS after the prefill, bytes. */
+  /** RSS of this size's server after its prefill, bytes. */
   rss: number
-  /** (RSS now - RSS of the empty server) / size */
+  /** (RSS now - RSS of the same server when empty) / size */
   rssPerCat: number
-  /** (RSS now - RSS at the previous size) / cats added since: the cost of one more cat. */
+  /** (RSS now - RSS of the previous size's server) / the cats it holds more: the cost of one more cat. */
   marginalRssPerCat: number
   ops: Record<ScalingOp, ScalingOpResult>
 }
 
 export interface ScalingResult {
+  /** Median RSS of the servers before their prefill, bytes. */
   emptyRss: number
   steps: ScalingStep[]
   /** Highest / lowest CPU per request over the sizes, per operation. */
@@ -291,10 +292,11 @@ export function markdown (report: BenchReport): string {
 
   for (const floor of report.floors) {
     const row = (name: string, side: SideSummary): string[] => [
-      name, dec(side.cpuMicrosPerRequest, 1), dec(ratio(side.cpuMicrosPerRequest, floor.baseline.cpuMicrosPerRequest)), int(side.reqPerSec)
+      name, dec(side.cpuMicrosPerRequest, 1), dec(ratio(side.cpuMicrosPerRequest, floor.baseline.cpuMicrosPerRequest)), int(side.reqPerSec),
+      int(side.non2xx)
     ]
     parts.push(`### The Fastify floor: ${floor.title}, CPU per request (interleaved, medians of the runs over ${settings.floorStarts} starts)\n\n` + table(
-      ['Server', 'CPU µs/req', 'ratio to baseline', 'req/s'],
+      ['Server', 'CPU µs/req', 'ratio to baseline', 'req/s', 'non-2xx'],
       [
         row('baseline (node:http, with the service\'s headers)', floor.baseline),
         row('baseline without the security headers and request id (reported, not a target)', floor.bareBaseline),
@@ -349,13 +351,14 @@ export function markdown (report: BenchReport): string {
     )
     const sizes = table(
       ['Size', 'prefill cats/s', 'prefill s', 'RSS MiB', 'RSS bytes per cat (all / since previous size)',
-        'GET req/s', 'PUT req/s', 'DELETE+POST req/s'],
+        'GET req/s', 'PUT req/s', 'DELETE+POST req/s', 'non-2xx (GET / PUT / DELETE+POST)'],
       scaling.steps.map((step) => [int(step.size), int(step.prefill.catsPerSec), dec(step.prefill.seconds, 1), mib(step.rss),
         `${int(step.rssPerCat)} / ${int(step.marginalRssPerCat)}`,
-        int(step.ops.get.reqPerSec), int(step.ops.put.reqPerSec), int(step.ops.delete.reqPerSec)])
+        int(step.ops.get.reqPerSec), int(step.ops.put.reqPerSec), int(step.ops.delete.reqPerSec),
+        `${int(step.ops.get.non2xx)} / ${int(step.ops.put.non2xx)} / ${int(step.ops.delete.non2xx)}`])
     )
-    parts.push('### Scaling (project only): CPU µs per request at each collection size ' +
-      `(empty server: RSS ${mib(scaling.emptyRss)} MiB)\n\n${costs}\n\n${sizes}`)
+    parts.push('### Scaling (project only): CPU µs per request at each collection size, one server per size, ' +
+      `measured side by side (empty servers: median RSS ${mib(scaling.emptyRss)} MiB)\n\n${costs}\n\n${sizes}`)
   }
   return parts.join('\n\n') + '\n'
 }
