@@ -56,15 +56,6 @@ export interface FloodResult {
 
 export type ScalingOp = 'get' | 'put' | 'delete'
 
-export interface ScalingOpResult {
-  cpuMicrosPerRequest: number
-  reqPerSec: number
-  latencyP99: number
-  non2xx: number
-  /** CPU (cores) other processes used meanwhile. */
-  otherLoad: number
-}
-
 export interface ScalingStep {
   size: number
   prefill: PrefillResult
@@ -74,7 +65,8 @@ export interface ScalingStep {
   rssPerCat: number
   /** (RSS now - RSS of the previous size's server) / the cats it holds more: the cost of one more cat. */
   marginalRssPerCat: number
-  ops: Record<ScalingOp, ScalingOpResult>
+  /** The medians of each operation's rounds at this size (peak RSS: the server's after them). */
+  ops: Record<ScalingOp, SideSummary>
 }
 
 export interface ScalingResult {

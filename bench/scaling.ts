@@ -11,7 +11,7 @@
 import type { Harness } from './harness.js'
 import { createCat, JSON_HEADERS, measure, prefill, type LoadSettings, type Measurement, type PrefillResult, type Workload } from './load.js'
 import { memory } from './proc.js'
-import { median, type ScalingOp, type ScalingOpResult, type ScalingResult, type ScalingStep } from './report.js'
+import { median, summarize, type ScalingOp, type ScalingResult, type ScalingStep } from './report.js'
 import { perId } from './scenarios.js'
 import type { RunningServer } from './servers.js'
 
@@ -34,17 +34,6 @@ function workloadOf (op: ScalingOp, size: number): Workload {
     case 'put': return { requests: perId({ method: 'PUT', headers: JSON_HEADERS, body: JSON.stringify({ age: 4 }) }, size, 1_000) }
     // One pipelined connection, strictly alternating: each DELETE removes the newest cat, the POST puts it back.
     case 'delete': return { requests: [{ method: 'DELETE', path: `/cats/${size}` }, createCat] }
-  }
-}
-
-/** The runs of one operation at one size, as medians (non-2xx summed). */
-function summarize (runs: Measurement[]): ScalingOpResult {
-  return {
-    cpuMicrosPerRequest: median(runs.map((m) => m.cpuMicrosPerRequest)),
-    reqPerSec: median(runs.map((m) => m.reqPerSec)),
-    latencyP99: median(runs.map((m) => m.latencyP99)),
-    non2xx: runs.reduce((sum, m) => sum + m.non2xx, 0),
-    otherLoad: median(runs.map((m) => m.otherLoad))
   }
 }
 
@@ -89,15 +78,17 @@ export async function runScaling (bench: Harness): Promise<ScalingResult> {
         }
       }
     }
-    const steps: ScalingStep[] = filled.map(({ size, prefill, emptyRss, rss }, index) => {
+    const steps: ScalingStep[] = filled.map((entry, index) => {
+      const { server, size, emptyRss, rss } = entry
       const previous = index === 0 ? { size: 0, rss: emptyRss } : filled[index - 1]
+      const { peakRss } = memory(server.pid)
       return {
         size,
-        prefill,
+        prefill: entry.prefill,
         rss,
         rssPerCat: (rss - emptyRss) / size,
         marginalRssPerCat: (rss - previous.rss) / (size - previous.size),
-        ops: { get: summarize(runs[index].get), put: summarize(runs[index].put), delete: summarize(runs[index].delete) }
+        ops: { get: summarize(runs[index].get, peakRss), put: summarize(runs[index].put, peakRss), delete: summarize(runs[index].delete, peakRss) }
       }
     })
     const spreadOf = (op: ScalingOp): number => {
@@ -106,7 +97,7 @@ export async function runScaling (bench: Harness): Promise<ScalingResult> {
     }
     const spread = { get: spreadOf('get'), put: spreadOf('put'), delete: spreadOf('delete') }
     return {
-      emptyRss: median(filled.map((server) => server.emptyRss)),
+      emptyRss: median(filled.map(({ emptyRss }) => emptyRss)),
       steps,
       spread,
       target: TARGET,
