@@ -1,5 +1,6 @@
 import { envSchema } from 'env-schema'
 import { Type, type Static } from '@sinclair/typebox'
+import type { ErrorObject } from 'ajv'
 
 const Duration = Type.String({
   pattern: '^[1-9][0-9]{0,8}(s|m|h|d)$',
@@ -9,6 +10,20 @@ const Duration = Type.String({
 /** One of the given words; the pattern makes a validation error name them all. */
 const OneOf = (words: string[], fallback: string, description: string) =>
   Type.String({ pattern: `^(${words.join('|')})$`, default: fallback, description })
+
+/** One proxy address, CIDR or proxy-addr range name (loopback, linklocal, uniquelocal). */
+const PROXY = '(loopback|linklocal|uniquelocal|[0-9A-Fa-f:.]*[:.][0-9A-Fa-f:.]*(/[0-9]{1,3})?)'
+
+/**
+ * The forms of TRUST_PROXY that do not let a client choose its own address: nobody trusted, a hop count
+ * (at most 99), or a list of proxies. `true` is not one: it believes every X-Forwarded-For, whoever sends it.
+ */
+const TRUST_PROXY_FORMS = new RegExp(`^(false|[0-9]{1,2}|${PROXY}( *, *${PROXY})*)$`)
+
+/** What a refused TRUST_PROXY is told, in place of the pattern. */
+export const TRUST_PROXY_RULE = 'env/TRUST_PROXY must be false, a hop count (the number of proxies in front of the service, e.g. 1), ' +
+  'or the proxies\' addresses/CIDRs, comma-separated (e.g. 10.0.0.1,192.168.0.0/16); true is refused: ' +
+  'it believes any X-Forwarded-For, so every client could choose its own address'
 
 /**
  * Every setting of the service. The server reads them from the environment;
@@ -59,7 +74,11 @@ export const ConfigSchema = Type.Object({
     default: false,
     description: '`true`: the server serves Prometheus metrics at `GET /metrics` (an embedding app passes its own registry instead)'
   }),
-  TRUST_PROXY: Type.String({ default: 'false', description: '`true`, a hop count, or comma-separated proxy addresses/CIDRs (for the client address)' }),
+  TRUST_PROXY: Type.String({
+    pattern: TRUST_PROXY_FORMS.source,
+    default: 'false',
+    description: 'Whose `X-Forwarded-For` gives the client address: `false` (nobody\'s), a hop count (the number of proxies in front), or comma-separated proxy addresses/CIDRs; `true` is refused'
+  }),
   CORS_ORIGINS: Type.String({ default: '', description: 'Comma-separated origins allowed by CORS; empty turns CORS off' }),
   LOGIN_MAX_FAILURES: Type.Integer({
     minimum: 1,
@@ -116,7 +135,22 @@ const dotenvOption = (envFile: string | undefined): false | { path: string } => 
  * variable, e.g. `env/JWT_SECRET must NOT have fewer than 32 characters`.
  */
 export function loadConfig (source: Record<string, unknown>, { envFile }: ConfigSources = {}): Config {
-  return envSchema<Config>({ schema: ConfigSchema, data: { ...source }, env: false, dotenv: dotenvOption(envFile) })
+  try {
+    return envSchema<Config>({ schema: ConfigSchema, data: { ...source }, env: false, dotenv: dotenvOption(envFile) })
+  } catch (error) {
+    throw withTrustProxyRule(error)
+  }
+}
+
+/**
+ * env-schema's error with a refused TRUST_PROXY told in words (its pattern would tell nobody what to set),
+ * every other failure as env-schema words it (`env/PORT must be integer`), all in one message.
+ */
+function withTrustProxyRule (error: unknown): unknown {
+  const issues: ErrorObject[] = error instanceof Error && 'errors' in error && Array.isArray(error.errors) ? error.errors : []
+  if (!issues.some((issue) => issue.instancePath === '/TRUST_PROXY')) return error
+  const words = issues.map((issue) => issue.instancePath === '/TRUST_PROXY' ? TRUST_PROXY_RULE : `env${issue.instancePath} ${String(issue.message)}`)
+  return Object.assign(new Error(words.join(', ')), { errors: issues })
 }
 
 const DatabaseSchema = Type.Pick(ConfigSchema, ['DATABASE_URL'])
@@ -137,9 +171,13 @@ export function durationToSeconds (duration: string): number {
   return Number(match[1]) * UNIT_SECONDS[match[2]]
 }
 
-/** Turns TRUST_PROXY into Fastify's `trustProxy` option: a boolean, a hop count, or addresses/CIDRs. */
-export function parseTrustProxy (value: string): boolean | string | ((address: string, hop: number) => boolean) {
-  if (value === 'true' || value === 'false') return value === 'true'
+/**
+ * Turns TRUST_PROXY into Fastify's `trustProxy` option: `false`, a hop count, or addresses/CIDRs. Never `true`,
+ * which would let any client name its own address in X-Forwarded-For and so escape every limit per address.
+ */
+export function parseTrustProxy (value: string): false | string | ((address: string, hop: number) => boolean) {
+  if (!TRUST_PROXY_FORMS.test(value)) throw new Error(TRUST_PROXY_RULE)
+  if (value === 'false') return false
   if (/^[0-9]+$/.test(value)) {
     const hops = Number(value)
     return (_address, hop) => hop < hops

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { join } from 'node:path'
-import { ConfigSchema, durationToSeconds, loadConfig, loadDatabaseConfig, parseTrustProxy } from '../src/config.js'
+import { ConfigSchema, durationToSeconds, loadConfig, loadDatabaseConfig, parseTrustProxy, TRUST_PROXY_RULE } from '../src/config.js'
 
 const SECRET = 'a-test-secret-that-is-32-chars-!'
 
@@ -182,9 +182,28 @@ t.test('durationToSeconds throws for a bad value, quoting it', async (t) => {
   }
 })
 
-t.test('parseTrustProxy: "true" and "false" become booleans', async (t) => {
-  t.equal(parseTrustProxy('true'), true)
+t.test('TRUST_PROXY=true is refused with a message naming the safe forms; every other failure is still reported', async (t) => {
+  for (const value of ['true', 'TRUE', 'True', ' true', 'yes', '1,true', '100']) {
+    t.equal(configError({ JWT_SECRET: SECRET, TRUST_PROXY: value }), TRUST_PROXY_RULE, JSON.stringify(value))
+  }
+  t.match(TRUST_PROXY_RULE, /^env\/TRUST_PROXY must be false, a hop count .*, or the proxies' addresses\/CIDRs, comma-separated .*; true is refused/)
+  t.equal(configError({ TRUST_PROXY: 'true', PORT: 'x' }),
+    `env must have required property 'JWT_SECRET', env/PORT must be integer, ${TRUST_PROXY_RULE}`, 'all the failures, in one message')
+  t.equal(loadConfig({ JWT_SECRET: SECRET, TRUST_PROXY: 'false' }).TRUST_PROXY, 'false')
+  t.equal(loadConfig({ JWT_SECRET: SECRET, TRUST_PROXY: '1' }).TRUST_PROXY, '1')
+  t.equal(loadConfig({ JWT_SECRET: SECRET, TRUST_PROXY: '10.0.0.1, 10.1.0.0/16,::1,fd00::/8' }).TRUST_PROXY, '10.0.0.1, 10.1.0.0/16,::1,fd00::/8')
+  t.equal(loadConfig({ JWT_SECRET: SECRET, TRUST_PROXY: 'loopback,uniquelocal' }).TRUST_PROXY, 'loopback,uniquelocal')
+})
+
+t.test('a .env file that cannot be read fails as it is', async (t) => {
+  const dir = t.testdir({ '.env': {} })
+  t.throws(() => loadConfig({ JWT_SECRET: SECRET }, { envFile: join(dir, '.env') }), { code: 'EISDIR' })
+})
+
+t.test('parseTrustProxy: "false" trusts nobody, and "true" is refused', async (t) => {
   t.equal(parseTrustProxy('false'), false)
+  t.throws(() => parseTrustProxy('true'), { message: TRUST_PROXY_RULE })
+  t.throws(() => parseTrustProxy('TRUE'), { message: TRUST_PROXY_RULE })
 })
 
 t.test('parseTrustProxy: a hop count becomes a function trusting fewer hops', async (t) => {
@@ -204,7 +223,6 @@ t.test('parseTrustProxy: addresses and CIDRs are passed on as the string', async
   t.equal(parseTrustProxy('127.0.0.1,10.0.0.0/8'), '127.0.0.1,10.0.0.0/8')
   t.equal(parseTrustProxy('loopback'), 'loopback')
   t.equal(parseTrustProxy('::1'), '::1')
-  t.equal(parseTrustProxy('TRUE'), 'TRUE', 'only the exact words are booleans')
   t.equal(parseTrustProxy('1.5'), '1.5', 'not a hop count')
 })
 

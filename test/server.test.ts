@@ -7,6 +7,7 @@ import { PGlite } from '@electric-sql/pglite'
 import { verifyPassword } from '../src/auth/password.js'
 import { TEST_SECRET } from './support/app.js'
 import { renderConfigTable, renderEnvExample } from '../src/config-docs.js'
+import { TRUST_PROXY_RULE } from '../src/config.js'
 import { closedPort } from './support/ports.js'
 import { baseEnv, serverFile, startServer } from './support/server.js'
 
@@ -70,6 +71,17 @@ t.test('invalid configuration stops the server before it listens, naming the var
   t.equal(code, 1)
   t.match(stderr, /JWT_SECRET must NOT have fewer than 32 characters/)
   t.match(stderr, /PORT must be integer/)
+})
+
+t.test('TRUST_PROXY=true stops the server before it listens, naming the forms to set instead', async (t) => {
+  const child = spawn(process.execPath, [serverFile], { env: { ...baseEnv, JWT_SECRET: TEST_SECRET, PORT: '0', TRUST_PROXY: 'true' } })
+  let output = ''
+  child.stdout.on('data', (chunk) => { output += String(chunk) })
+  child.stderr.on('data', (chunk) => { output += String(chunk) })
+  const [code] = await once(child, 'exit')
+  t.equal(code, 1)
+  t.match(output, `Invalid configuration: Error: ${TRUST_PROXY_RULE}`)
+  t.notMatch(output, /Server listening/)
 })
 
 t.test('NODE_ENV=production without USERS_FILE exits non-zero with a message', async (t) => {

@@ -6,6 +6,7 @@ import {
 } from '../../src/http/error-responses.js'
 import { durationToSeconds } from '../../src/config.js'
 import { InvalidCredentials } from '../../src/http/errors.js'
+import { clientAddress } from '../../src/http/client-address.js'
 
 const login: FastifyPluginAsyncTypebox = async (fastify) => {
   const config = fastify.config
@@ -39,8 +40,9 @@ const login: FastifyPluginAsyncTypebox = async (fastify) => {
     // The response closes before it is sent only when the client went away: its login is not hashed then.
     const clientGone = new AbortController()
     reply.raw.once('close', () => { if (!reply.raw.writableEnded) clientGone.abort() })
-    // Refused (429) or counted by the protection, the same way for unknown and known usernames.
-    const user = await fastify.loginProtection.check(username, request.ip,
+    // Refused (429) or counted by the protection, the same way for unknown and known usernames; per client
+    // address as every limit per client counts it (an IPv6 client by its /64).
+    const user = await fastify.loginProtection.check(username, clientAddress(request.ip),
       () => fastify.users.verifyCredentials(username, password, clientGone.signal))
     if (user === undefined) throw new InvalidCredentials()
     // A new session: the access token carries its id (sid) and a jti of its own, plus a refresh token when they are on.
