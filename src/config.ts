@@ -63,6 +63,16 @@ export const ConfigSchema = Type.Object({
     default: 0.8,
     description: 'Creates and updates get 507 while the heap is above this share of its limit'
   }),
+  LIST_STREAMS_MAX: Type.Integer({
+    minimum: 5,
+    default: 8,
+    description: 'Most whole lists (`GET /cats` without a query) streamed at once by each instance; past it 503 with Retry-After (pages with `limit` are not counted)'
+  }),
+  LIST_WRITE_TIMEOUT_MS: Type.Integer({
+    minimum: 1,
+    default: 30_000,
+    description: 'Longest a streamed whole list waits for its reader to take the next chunk, in milliseconds; past it the connection is closed'
+  }),
   BODY_LIMIT: Type.Integer({
     minimum: 256,
     maximum: 1_048_576,
@@ -96,6 +106,8 @@ export const ConfigSchema = Type.Object({
   LOGIN_CLIENT_FAILURE_WINDOW: Type.String({ ...Duration, default: '15m', description: 'The window in which a client address\'s failures count' }),
   REFRESH_TOKENS: Type.Boolean({ default: false, description: '`true`: login also returns a `refresh_token`, exchanged at `POST /auth/refresh` (see Sessions)' }),
   REFRESH_TOKEN_TTL: Type.String({ ...Duration, default: '30d', description: 'Lifetime of a refresh token: a whole number and `s`, `m`, `h` or `d`' }),
+  REFRESH_RATE_LIMIT: Type.Integer({ minimum: 1, default: 30, description: 'Most refreshes one session may make per minute; past it `POST /auth/refresh` gets 429' }),
+  SESSIONS_PER_USER_MAX: Type.Integer({ minimum: 1, default: 100, description: 'Most live sessions per user; a login beyond it ends that user\'s oldest session' }),
   HASH_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 2, description: 'Password hashes computed at once, each on its own worker thread (at below-normal CPU priority on Linux)' }),
   HASH_QUEUE_MAX: Type.Integer({ minimum: 0, default: 100, description: 'Logins waiting for a hash; beyond that 503' }),
   HASH_QUEUE_WAIT_MS: Type.Integer({ minimum: 1, default: 3000, description: 'Longest a login waits for a hash, in milliseconds; beyond that 503 with Retry-After' }),

@@ -46,7 +46,7 @@ const login: FastifyPluginAsyncTypebox = async (fastify) => {
       () => fastify.users.verifyCredentials(username, password, clientGone.signal))
     if (user === undefined) throw new InvalidCredentials()
     // A new session: the access token carries its id (sid) and a jti of its own, plus a refresh token when they are on.
-    const { accessToken, refreshToken } = await fastify.sessions.start(user)
+    const { accessToken, refreshToken } = await fastify.sessions.start(user, { address: request.ip, userAgent: request.headers['user-agent'] ?? '' })
     // RFC 6749 §5.1: token responses must not be cached.
     reply.header('cache-control', 'no-store')
     return { access_token: accessToken, token_type: 'Bearer' as const, expires_in: expiresIn, refresh_token: refreshToken }

@@ -11,8 +11,8 @@ const logout: FastifyPluginAsyncTypebox = async (fastify) => {
       tags: ['auth'],
       operationId: 'logout',
       summary: 'End the session of the access token',
-      description: 'The access token presented is refused (401) from then on, by every instance, until it would have expired. ' +
-        'With refresh tokens on, the whole session ends: its refresh tokens stop working and so do the other access tokens issued through them.',
+      description: 'The session of the access token ends: from then on, by every instance, the token is refused (401), ' +
+        'and so are its session\'s refresh token and the other access tokens issued through it.',
       security: BEARER_SECURITY,
       response: {
         204: Type.Null({ description: 'Logged out' }),

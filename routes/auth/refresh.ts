@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { RefreshBody, RefreshReply } from '../../src/auth/schemas.js'
 import { NO_SECURITY } from '../../src/http/schemas.js'
 import {
-  badRequest, bodyTooLarge, invalidRefreshToken, sessionsUnavailable, unsupportedMediaType
+  badRequest, bodyTooLarge, invalidRefreshToken, sessionsUnavailable, tooManyRefreshes, unsupportedMediaType
 } from '../../src/http/error-responses.js'
 import { durationToSeconds } from '../../src/config.js'
 import { InvalidRefreshToken } from '../../src/http/errors.js'
@@ -18,7 +18,8 @@ const refresh: FastifyPluginAsyncTypebox = async (fastify) => {
       operationId: 'refreshToken',
       summary: 'Exchange a refresh token for a new access token and a new refresh token',
       description: 'The refresh token presented stops working. Presenting it again ends its whole session: ' +
-        'its refresh tokens and every access token issued through it are refused from then on.',
+        'its refresh tokens and every access token issued through it are refused from then on. ' +
+        `One session may refresh at most ${fastify.config.REFRESH_RATE_LIMIT} times a minute (429 with Retry-After past it).`,
       security: NO_SECURITY,
       body: RefreshBody,
       response: {
@@ -27,6 +28,7 @@ const refresh: FastifyPluginAsyncTypebox = async (fastify) => {
         401: invalidRefreshToken,
         413: bodyTooLarge,
         415: unsupportedMediaType,
+        429: tooManyRefreshes,
         503: sessionsUnavailable
       }
     }

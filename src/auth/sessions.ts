@@ -1,12 +1,10 @@
-import { createHash, randomBytes, randomUUID } from 'node:crypto'
-import type { RefreshTokenStore } from './refresh-token-store.js'
+import { createHash, randomUUID } from 'node:crypto'
+import { decodeRefreshToken, encodeRefreshToken, type RefreshTokenClaims } from './refresh-token.js'
 import type { RevocationStore } from './revocation-store.js'
+import { SKEW_MARGIN_MS, type RefreshLimit, type SessionRecord, type SessionStore } from './session-store.js'
 import type { TokenClaims, UserId, VerifiedClaims } from './schemas.js'
 import type { UserStore } from './users.js'
-
-/** 256 random bits, base64url: 43 characters. */
-const REFRESH_TOKEN_BYTES = 32
-const REFRESH_TOKEN_FORM = /^[A-Za-z0-9_-]{43}$/
+import { TooManyRefreshes } from '../http/errors.js'
 
 /** The tokens login and refresh hand out. */
 export interface IssuedTokens {
@@ -14,6 +12,18 @@ export interface IssuedTokens {
   /** Only when refresh tokens are on. */
   refreshToken?: string
 }
+
+/** Where a login came from, as the session list shows it. */
+export interface LoginClient {
+  address: string
+  userAgent: string
+}
+
+/** The longest user agent a session keeps. */
+export const USER_AGENT_MAX = 256
+
+/** A refresh token handed out before session records existed: 256 random bits, known by its SHA-256 hash. */
+const LEGACY_REFRESH_TOKEN = /^[A-Za-z0-9_-]{43}$/
 
 export interface SessionsOptions {
   /** Signs an access token with the service's key and lifetime. */
@@ -24,19 +34,23 @@ export interface SessionsOptions {
   refreshEnabled: boolean
   /** The refresh tokens' lifetime, in seconds. */
   refreshLifetimeSeconds: number
+  /** The key refresh tokens are signed with (refreshTokenKey). */
+  refreshKey: Buffer
+  /** How many refreshes one session may make per window. */
+  refreshLimit: RefreshLimit
+  /** Most live sessions per user; a login beyond it ends the user's oldest. */
+  maxPerUser: number
+  store: SessionStore & { legacySession?: (tokenHash: Buffer) => Promise<string | undefined> }
   revocations: RevocationStore
-  refreshTokens: RefreshTokenStore
   users: Pick<UserStore, 'findById'>
 }
 
-const hashOf = (token: string): Buffer => createHash('sha256').update(token).digest()
-
 /**
  * A session is one login: every access token issued through it, at login and at
- * each refresh, carries its id (`sid`) and a `jti` of its own. Logout denies the
- * token, and the whole session when it has refresh tokens; a refresh token
- * presented a second time ends the session, because one of its two holders is
- * not its owner.
+ * each refresh, carries its id (`sid`) and a `jti` of its own. Ending a session
+ * (logout, a reused refresh token, a user over the session cap) deletes its
+ * record, so it can never refresh again, and denies its access tokens until the
+ * last one issued could expire.
  */
 export class Sessions {
   readonly #options: SessionsOptions
@@ -50,43 +64,60 @@ export class Sessions {
   }
 
   /** The tokens of a new session for a user whose credentials were verified. */
-  async start (user: { id: UserId, username: string }): Promise<IssuedTokens> {
-    const sessionId = randomUUID()
-    const accessToken = this.#accessToken(user.id, user.username, sessionId)
-    const { refreshEnabled, refreshLifetimeSeconds, refreshTokens } = this.#options
+  async start (user: { id: UserId, username: string }, client: LoginClient): Promise<IssuedTokens> {
+    const { refreshEnabled, refreshLifetimeSeconds, accessLifetimeSeconds, store, maxPerUser } = this.#options
+    const nowMs = Date.now()
+    const session: SessionRecord = {
+      id: randomUUID(),
+      userId: user.id,
+      username: user.username,
+      generation: 0,
+      createdMs: nowMs,
+      lastUsedMs: nowMs,
+      address: client.address,
+      userAgent: client.userAgent.slice(0, USER_AGENT_MAX),
+      // Without refresh tokens the session lives as long as its one access token.
+      expiresMs: nowMs + (refreshEnabled ? refreshLifetimeSeconds : accessLifetimeSeconds) * 1000,
+      windowStartMs: 0,
+      windowCount: 0
+    }
+    const ended = await store.start(session, maxPerUser)
+    for (const id of ended) await this.#deny(id)
+    const accessToken = this.#accessToken(session)
     if (!refreshEnabled) return { accessToken }
-    const refreshToken = randomBytes(REFRESH_TOKEN_BYTES).toString('base64url')
-    await refreshTokens.add(hashOf(refreshToken), {
-      sessionId, userId: user.id, username: user.username, expiresAtMs: Date.now() + refreshLifetimeSeconds * 1000
-    })
-    return { accessToken, refreshToken }
+    return { accessToken, refreshToken: this.#refreshToken(session) }
   }
 
   /**
    * Exchanges a refresh token for a new access token and a new refresh token, or
-   * answers undefined: unknown, malformed, expired, already used (which also ends
-   * its session), or its user is gone or renamed.
+   * answers undefined: malformed, forged, expired, of an ended session, already
+   * used (which also ends its session), or its user is gone or renamed. Throws
+   * TooManyRefreshes when the session refreshes faster than its limit.
    */
   async refresh (refreshToken: string): Promise<Required<IssuedTokens> | undefined> {
-    const { refreshLifetimeSeconds, refreshTokens, users } = this.#options
-    if (!REFRESH_TOKEN_FORM.test(refreshToken)) return undefined
-    const next = randomBytes(REFRESH_TOKEN_BYTES).toString('base64url')
-    const rotation = await refreshTokens.rotate(hashOf(refreshToken), hashOf(next), Date.now() + refreshLifetimeSeconds * 1000)
-    if (rotation.outcome === 'reused') await this.#endSession(rotation.sessionId)
+    const { refreshLifetimeSeconds, refreshLimit, store, users } = this.#options
+    const nowMs = Date.now()
+    const presented = await this.#claimsOf(refreshToken, nowMs)
+    if (presented === undefined) return undefined
+    const rotation = await store.rotate(presented.sessionId, presented.generation, nowMs, nowMs + refreshLifetimeSeconds * 1000, refreshLimit)
+    if (rotation.outcome === 'reused') await this.#deny(presented.sessionId)
+    if (rotation.outcome === 'limited') {
+      const seconds = Math.max(1, Math.ceil(rotation.retryAfterMs / 1000))
+      throw Object.assign(new TooManyRefreshes(seconds), { retryAfter: seconds })
+    }
     if (rotation.outcome !== 'rotated') return undefined
-    const { sessionId, userId, username } = rotation.record
-    const user = users.findById(userId)
-    if (user === undefined || user.username !== username) {
-      await this.#endSession(sessionId)
+    const { session } = rotation
+    const user = users.findById(session.userId)
+    if (user === undefined || user.username !== session.username) {
+      await this.#end(session.id)
       return undefined
     }
-    return { accessToken: this.#accessToken(userId, username, sessionId), refreshToken: next }
+    return { accessToken: this.#accessToken(session), refreshToken: this.#refreshToken(session) }
   }
 
-  /** Logout: denies this access token until it expires and, with refresh tokens on, ends its session. */
+  /** Logout: ends the session of this access token. */
   async end (claims: VerifiedClaims): Promise<void> {
-    await this.#options.revocations.revoke(claims.jti, claims.exp * 1000)
-    if (this.refreshEnabled) await this.#endSession(claims.sid)
+    await this.#end(claims.sid)
   }
 
   /** Whether the guard must refuse this verified token. Synchronous (no I/O) with the memory store. */
@@ -94,14 +125,37 @@ export class Sessions {
     return this.#options.revocations.isRevoked(claims.jti, claims.sid)
   }
 
-  /** Removes the session's refresh tokens and denies its access tokens until the last one issued would expire. */
-  async #endSession (sessionId: string): Promise<void> {
-    const { refreshTokens, revocations, accessLifetimeSeconds } = this.#options
-    await refreshTokens.revokeSession(sessionId)
-    await revocations.revoke(sessionId, Date.now() + accessLifetimeSeconds * 1000)
+  /** The session and generation a refresh token names, when it is genuine and unexpired. */
+  async #claimsOf (refreshToken: string, nowMs: number): Promise<RefreshTokenClaims | undefined> {
+    const { refreshKey, store } = this.#options
+    if (LEGACY_REFRESH_TOKEN.test(refreshToken) && store.legacySession !== undefined) {
+      const sessionId = await store.legacySession(createHash('sha256').update(refreshToken).digest())
+      // Its expiry is the session's own, which the store checks.
+      return sessionId === undefined ? undefined : { sessionId, generation: 0, exp: Infinity }
+    }
+    const claims = decodeRefreshToken(refreshKey, refreshToken)
+    if (claims === undefined || claims.exp * 1000 <= nowMs) return undefined
+    return claims
   }
 
-  #accessToken (sub: UserId, username: string, sid: string): string {
-    return this.#options.sign({ sub, username, jti: randomUUID(), sid })
+  async #end (sessionId: string): Promise<void> {
+    await this.#options.store.end(sessionId)
+    await this.#deny(sessionId)
+  }
+
+  /**
+   * Denies the access tokens of an ended session until the last one issued could expire: its record is gone, so
+   * no later token exists, and an instance whose clock runs ahead may have issued one up to the margin later.
+   */
+  async #deny (sessionId: string): Promise<void> {
+    await this.#options.revocations.revoke(sessionId, Date.now() + this.#options.accessLifetimeSeconds * 1000 + SKEW_MARGIN_MS)
+  }
+
+  #accessToken (session: SessionRecord): string {
+    return this.#options.sign({ sub: session.userId, username: session.username, jti: randomUUID(), sid: session.id })
+  }
+
+  #refreshToken (session: SessionRecord): string {
+    return encodeRefreshToken(this.#options.refreshKey, { sessionId: session.id, generation: session.generation, exp: Math.floor(session.expiresMs / 1000) })
   }
 }

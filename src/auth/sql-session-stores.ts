@@ -1,9 +1,9 @@
-import type { SqlClient } from '../cats/sql-client.js'
+import type { SqlClient, SqlExecutor } from '../cats/sql-client.js'
 import type { DependencyStatus } from '../dependency-status.js'
-import type { RefreshRecord, RefreshTokenStore, Rotation } from './refresh-token-store.js'
 import type { RevocationStore } from './revocation-store.js'
 import type { UserId } from './schemas.js'
 import { guarded } from './session-errors.js'
+import { decideRotation, outcomeOf, SKEW_MARGIN_MS, userKey, type RefreshLimit, type Rotation, type SessionRecord, type SessionStore } from './session-store.js'
 
 /** The denylist in PostgreSQL (tables of migration 003): one indexed lookup per guarded request. */
 export class SqlRevocationStore implements RevocationStore {
@@ -30,52 +30,103 @@ export class SqlRevocationStore implements RevocationStore {
   async close (): Promise<void> {}
 }
 
-interface RefreshRow extends Record<string, unknown> {
-  session_id: string
+interface SessionRow extends Record<string, unknown> {
+  id: string
   user_id: string
   username: string
-  rotated: boolean
-  live: boolean
+  generation: number
+  created_at_ms: string
+  last_used_at_ms: string
+  address: string
+  user_agent: string
+  expires_at_ms: string
+  window_start_ms: string
+  window_count: number
 }
 
-/** Refresh tokens in PostgreSQL (tables of migration 003). */
-export class SqlRefreshTokenStore implements RefreshTokenStore {
+const COLUMNS = 'id, user_id, username, generation, created_at_ms, last_used_at_ms, address, user_agent, expires_at_ms, window_start_ms, window_count'
+
+function recordOf (row: SessionRow): SessionRecord {
+  const userId: UserId = JSON.parse(row.user_id)
+  return {
+    id: row.id,
+    userId,
+    username: row.username,
+    generation: row.generation,
+    createdMs: Number(row.created_at_ms),
+    lastUsedMs: Number(row.last_used_at_ms),
+    address: row.address,
+    userAgent: row.user_agent,
+    expiresMs: Number(row.expires_at_ms),
+    windowStartMs: Number(row.window_start_ms),
+    windowCount: row.window_count
+  }
+}
+
+/** Expired sessions swept by each login: a few at a time, so no login pays for a backlog. */
+const SWEEP_BATCH = 100
+
+/** Sessions in PostgreSQL or PGlite (table of migration 007): one row per session, locked by each rotation. */
+export class SqlSessionStore implements SessionStore {
   constructor (private readonly client: SqlClient, private readonly status: DependencyStatus) {}
 
-  async add (hash: Buffer, record: RefreshRecord): Promise<void> {
-    // Each login also sweeps the expired tokens.
-    await guarded(this.status, () => this.client.query(
-      `WITH swept AS (DELETE FROM refresh_tokens WHERE expires_at <= now())
-       INSERT INTO refresh_tokens (token_hash, session_id, user_id, username, expires_at)
-       VALUES ($1, $2, $3, $4, to_timestamp($5::double precision / 1000))`,
-      [hash, record.sessionId, JSON.stringify(record.userId), record.username, record.expiresAtMs]
-    ))
-  }
-
-  async rotate (hash: Buffer, nextHash: Buffer, nextExpiresAtMs: number): Promise<Rotation> {
-    return guarded(this.status, () => this.client.transaction(async (tx): Promise<Rotation> => {
-      // The row lock makes a second instance presenting the same token wait, then see it rotated.
-      const [row] = await tx.query<RefreshRow>(
-        `SELECT session_id, user_id, username, rotated, expires_at > now() AS live
-         FROM refresh_tokens WHERE token_hash = $1 FOR UPDATE`,
-        [hash]
-      )
-      if (row === undefined || !row.live) return { outcome: 'invalid' }
-      if (row.rotated) return { outcome: 'reused', sessionId: row.session_id }
-      await tx.query('UPDATE refresh_tokens SET rotated = true WHERE token_hash = $1', [hash])
+  async start (session: SessionRecord, maxPerUser: number): Promise<string[]> {
+    return guarded(this.status, () => this.client.transaction(async (tx) => {
+      // One user's logins take turns, so two at once cannot both stay under the cap.
+      await tx.query("SELECT pg_advisory_xact_lock(hashtext('sessions:' || $1))", [userKey(session.userId)])
       await tx.query(
-        `INSERT INTO refresh_tokens (token_hash, session_id, user_id, username, expires_at)
-         VALUES ($1, $2, $3, $4, to_timestamp($5::double precision / 1000))`,
-        [nextHash, row.session_id, row.user_id, row.username, nextExpiresAtMs]
+        `INSERT INTO sessions (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+        [session.id, userKey(session.userId), session.username, session.generation, session.createdMs, session.lastUsedMs,
+          session.address, session.userAgent, session.expiresMs, session.windowStartMs, session.windowCount]
       )
-      const userId: UserId = JSON.parse(row.user_id)
-      return { outcome: 'rotated', record: { sessionId: row.session_id, userId, username: row.username, expiresAtMs: nextExpiresAtMs } }
+      const ended = await tx.query<{ id: string }>(
+        `DELETE FROM sessions WHERE id IN (
+           SELECT id FROM sessions WHERE user_id = $1 AND expires_at_ms > $3 ORDER BY created_at_ms DESC, id OFFSET $2
+         ) RETURNING id`,
+        [userKey(session.userId), maxPerUser, session.createdMs]
+      )
+      await sweep(tx, session.createdMs)
+      return ended.map((row) => row.id)
     }))
   }
 
-  async revokeSession (sessionId: string): Promise<void> {
-    await guarded(this.status, () => this.client.query('DELETE FROM refresh_tokens WHERE session_id = $1', [sessionId]))
+  async rotate (id: string, presented: number, nowMs: number, nextExpiresMs: number, limit: RefreshLimit): Promise<Rotation> {
+    return guarded(this.status, () => this.client.transaction(async (tx) => {
+      // The row lock makes every other rotation or end of this session wait, then see this one's outcome.
+      const [row] = await tx.query<SessionRow>(`SELECT ${COLUMNS} FROM sessions WHERE id = $1 FOR UPDATE`, [id])
+      const decision = decideRotation(row === undefined ? undefined : recordOf(row), presented, nowMs, nextExpiresMs, limit)
+      if (decision.action === 'rotate') {
+        const { next } = decision
+        await tx.query(
+          `UPDATE sessions SET generation = $2, last_used_at_ms = $3, expires_at_ms = $4, window_start_ms = $5, window_count = $6
+           WHERE id = $1`,
+          [id, next.generation, next.lastUsedMs, next.expiresMs, next.windowStartMs, next.windowCount]
+        )
+      }
+      if (decision.action === 'end') await tx.query('DELETE FROM sessions WHERE id = $1', [id])
+      return outcomeOf(decision)
+    }))
   }
 
+  async end (id: string): Promise<void> {
+    await guarded(this.status, () => this.client.query('DELETE FROM sessions WHERE id = $1', [id]))
+  }
+
+  /** The session whose pre-upgrade refresh token has this SHA-256 hash: that token is its generation 0. */
+  async legacySession (tokenHash: Buffer): Promise<string | undefined> {
+    const [row] = await guarded(this.status, () => this.client.query<{ id: string }>(
+      'SELECT id FROM sessions WHERE legacy_token_hash = $1', [tokenHash]
+    ))
+    return row?.id
+  }
+
+  // The client belongs to the cats store, which closes it.
   async close (): Promise<void> {}
+}
+
+async function sweep (tx: SqlExecutor, nowMs: number): Promise<void> {
+  await tx.query(
+    'DELETE FROM sessions WHERE id IN (SELECT id FROM sessions WHERE expires_at_ms <= $1 LIMIT $2)',
+    [nowMs - SKEW_MARGIN_MS, SWEEP_BATCH]
+  )
 }

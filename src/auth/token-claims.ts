@@ -4,15 +4,16 @@ import type { UserStore } from './users.js'
 
 /**
  * The validation step of the guard: receives verified claims and returns the
- * request's identity, or undefined to refuse the token (401).
+ * request's identity, or undefined to refuse the token (401); or a promise or any
+ * other thenable of either.
  */
-export type ValidateToken = (claims: TokenClaims, request: FastifyRequest) => Identity | undefined | Promise<Identity | undefined>
+export type ValidateToken = (claims: TokenClaims, request: FastifyRequest) => Identity | undefined | PromiseLike<Identity | undefined>
 
 /**
  * A host's own revocation check, consulted by the guard after the service's
- * denylist: true refuses the token (401).
+ * denylist: true refuses the token (401); or a promise or any other thenable of it.
  */
-export type IsRevoked = (claims: VerifiedClaims, request: FastifyRequest) => boolean | Promise<boolean>
+export type IsRevoked = (claims: VerifiedClaims, request: FastifyRequest) => boolean | PromiseLike<boolean>
 
 /** How far ahead of this server's clock a token's issue time may be (clock skew between instances). */
 export const MAX_ISSUED_AHEAD_SECONDS = 60

@@ -59,15 +59,16 @@ async function migratorFor (tx: SqlTransaction): Promise<Target> {
  * Applies the pending migrations, all in one transaction under an advisory
  * lock: an instance that starts while another migrates waits, then finds
  * nothing left to do; a failing migration leaves the database as it was.
- * Returns the migrations this call applied.
+ * Returns the migrations this call applied. `target` stops at that version
+ * (the upgrade tests start from an earlier schema).
  */
-export async function migrate (client: SqlClient): Promise<Array<{ version: number, name: string }>> {
+export async function migrate (client: SqlClient, target = 'max'): Promise<Array<{ version: number, name: string }>> {
   return client.transaction(async (tx) => {
     await tx.query(LOCK)
     // postgrator writes the time a migration ran as UTC without a zone: read it as UTC.
     await tx.query("SET LOCAL TIME ZONE 'UTC'")
     const { migrator } = await migratorFor(tx)
-    const applied = await migrator.migrate()
+    const applied = await migrator.migrate(target)
     return applied.map(({ version, name }) => ({ version, name }))
   })
 }

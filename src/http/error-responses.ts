@@ -1,7 +1,7 @@
 import { errorResponse, type ErrorExample, type ErrorReply } from './schemas.js'
 import {
   InvalidRefreshToken, SessionStoreUnavailable, CatTooLarge, CollectionFull, IdempotencyKeyInUse, IdempotencyKeyReused, InvalidCredentials, LoginWaitedTooLong, InvalidRequest, InvalidToken, LoginLimiterUnavailable, LowMemory,
-  MissingToken, Overloaded, StoreUnavailable, TooManyLoginAttempts, TooManyLoginsInProgress, type ServiceError
+  MissingToken, Overloaded, StoreUnavailable, TooManyLists, TooManyLoginAttempts, TooManyLoginsInProgress, TooManyRefreshes, type ServiceError
 } from './errors.js'
 
 /**
@@ -46,6 +46,9 @@ export const overloaded = response(503, 'The server sheds load; retry after Retr
 export const storeUnavailable = response(503, 'The database is unreachable or the server is overloaded; retry after Retry-After seconds',
   ...examples(new StoreUnavailable(), new Overloaded()))
 
+export const listUnavailable = response(503, 'The database is unreachable, the most whole lists are being sent already, or the server is overloaded; ' +
+  'retry after Retry-After seconds', ...examples(new StoreUnavailable(), new TooManyLists(), new Overloaded()))
+
 export const insufficientStorage = response(507, 'The collection is full, or the server is low on memory',
   ...examples(new CollectionFull(50000), new LowMemory()))
 
@@ -56,6 +59,9 @@ export const idempotencyKeyReused = response(422, 'This Idempotency-Key was used
 
 export const invalidRefreshToken = response(401, 'The refresh token is unknown, malformed, expired or already used (which ends its session)',
   ...examples(new InvalidRefreshToken()))
+
+export const tooManyRefreshes = response(429, 'This session refreshed more often than its limit allows; see Retry-After',
+  ...examples(new TooManyRefreshes(60)))
 
 export const sessionsUnavailable = response(503, 'The session store cannot be reached, or the server is overloaded; retry after Retry-After seconds',
   ...examples(new SessionStoreUnavailable(), new Overloaded()))

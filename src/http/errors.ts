@@ -48,6 +48,7 @@ export const LoginWaitedTooLong = define('AUTH_ERR_LOGIN_WAITED_TOO_LONG', 'The 
 // 499 (client closed request): the client is gone, so nobody reads this; it keeps the log free of errors.
 export const LoginAbandoned = define('AUTH_ERR_LOGIN_ABANDONED', 'The client closed the connection before the login was checked', 499)
 export const InvalidRefreshToken = define('AUTH_ERR_INVALID_REFRESH_TOKEN', 'Invalid, expired or already used refresh token', 401)
+export const TooManyRefreshes = define<[retryAfterSeconds: number]>('AUTH_ERR_TOO_MANY_REFRESHES', 'This session refreshes too often; retry in %s seconds', 429)
 export const SessionStoreUnavailable = define('AUTH_ERR_SESSION_STORE_UNAVAILABLE', 'Sessions are unavailable: the session store cannot be reached; retry shortly', 503, 5)
 
 // Cats
@@ -57,3 +58,4 @@ export const LowMemory = define('CATS_ERR_LOW_MEMORY', 'The server is low on mem
 export const IdempotencyKeyInUse = define('CATS_ERR_IDEMPOTENCY_KEY_IN_USE', 'A request with this Idempotency-Key is still in progress; retry shortly', 409, 1)
 export const IdempotencyKeyReused = define('CATS_ERR_IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used with a different request body', 422)
 export const StoreUnavailable = define('CATS_ERR_STORE_UNAVAILABLE', 'The database is unavailable; retry shortly', 503, 5)
+export const TooManyLists = define('CATS_ERR_TOO_MANY_LISTS', 'Too many whole lists are being sent; retry shortly, or read the list in pages with limit', 503, 2)

@@ -6,9 +6,10 @@ import { pgliteClient, postgresClient, type SqlClient } from '../../src/cats/sql
 import { migrate } from '../../src/cats/sql-migrations.js'
 import { DependencyStatus } from '../../src/dependency-status.js'
 import { MemoryRevocationStore, type RevocationStore } from '../../src/auth/revocation-store.js'
-import { MemoryRefreshTokenStore, type RefreshRecord, type RefreshTokenStore } from '../../src/auth/refresh-token-store.js'
+import { MemorySessionStore, type SessionRecord, type SessionStore } from '../../src/auth/session-store.js'
 import { RedisRevocationStore } from '../../src/auth/redis-revocation-store.js'
-import { SqlRefreshTokenStore, SqlRevocationStore } from '../../src/auth/sql-session-stores.js'
+import { RedisSessionStore } from '../../src/auth/redis-session-store.js'
+import { SqlRevocationStore, SqlSessionStore } from '../../src/auth/sql-session-stores.js'
 import { testRedis } from '../support/redis.js'
 import { SessionStoreUnavailableError } from '../../src/auth/session-errors.js'
 import { closedPort } from '../support/ports.js'
@@ -16,7 +17,7 @@ import { logCapture } from '../support/app.js'
 import { adminClient, freshSchemaOn, freshServerSchema, urlWithSchema } from '../support/sql-schemas.js'
 
 /**
- * One contract for the denylist and one for the refresh tokens, run unchanged
+ * One contract for the denylist and one for the session records, run unchanged
  * against every store: memory, PGlite in process, and the PostgreSQL and Redis
  * servers when TEST_DATABASE_URL / TEST_REDIS_URL are set.
  */
@@ -24,10 +25,27 @@ import { adminClient, freshSchemaOn, freshServerSchema, urlWithSchema } from '..
 type Open<Store> = (t: Test) => Promise<Store>
 const { TEST_DATABASE_URL, TEST_REDIS_URL } = process.env
 const silentLog = Fastify({ logger: false }).log
-const hash = (): Buffer => createHash('sha256').update(randomBytes(32)).digest()
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
-const record = (overrides: Partial<RefreshRecord> = {}): RefreshRecord =>
-  ({ sessionId: randomUUID(), userId: 1, username: 'john', expiresAtMs: Date.now() + 60_000, ...overrides })
+/** A new session as login records it. */
+const session = (overrides: Partial<SessionRecord> = {}): SessionRecord => {
+  const now = Date.now()
+  return {
+    id: randomUUID(),
+    userId: 1,
+    username: 'john',
+    generation: 0,
+    createdMs: now,
+    lastUsedMs: now,
+    address: '127.0.0.1',
+    userAgent: 'curl/8',
+    expiresMs: now + 60_000,
+    windowStartMs: 0,
+    windowCount: 0,
+    ...overrides
+  }
+}
+const NO_LIMIT = { max: 1_000_000, windowMs: 60_000 }
+const CAP = 100
 
 function revocationContract (t: Test, open: Open<RevocationStore>): void {
   t.test('a revoked jti or sid is denied until its time, others are not', async (t) => {
@@ -63,39 +81,92 @@ function revocationContract (t: Test, open: Open<RevocationStore>): void {
   })
 }
 
-function refreshContract (t: Test, open: Open<RefreshTokenStore>): void {
-  t.test('a token rotates once; presenting it again is a reuse naming its session', async (t) => {
+function sessionContract (t: Test, open: Open<SessionStore>): void {
+  const rotate = (store: SessionStore, id: string, generation: number, now = Date.now()) =>
+    store.rotate(id, generation, now, now + 120_000, NO_LIMIT)
+
+  t.test('the current generation rotates once; presenting an older one is a reuse that ends the session', async (t) => {
     const store = await open(t)
-    const [first, second, third] = [hash(), hash(), hash()]
-    const issued = record({ userId: 'u-7', username: 'ada' })
-    await store.add(first, issued)
-    const next = Date.now() + 120_000
-    const rotated = await store.rotate(first, second, next)
-    t.strictSame(rotated, { outcome: 'rotated', record: { ...issued, expiresAtMs: next } }, 'same session and user, a string id kept a string')
-    t.strictSame(await store.rotate(first, hash(), next), { outcome: 'reused', sessionId: issued.sessionId })
-    t.match(await store.rotate(second, third, next), { outcome: 'rotated' }, 'the new token works')
+    const mine = session({ userId: 'u-7', username: 'ada' })
+    t.strictSame(await store.start(mine, CAP), [])
+    const now = Date.now()
+    const first = await store.rotate(mine.id, 0, now, now + 120_000, NO_LIMIT)
+    t.strictSame(first, {
+      outcome: 'rotated',
+      session: { ...mine, generation: 1, lastUsedMs: now, expiresMs: now + 120_000, windowStartMs: now, windowCount: 1 }
+    }, 'the whole record comes back, a string user id kept a string')
+    t.match(await rotate(store, mine.id, 1), { outcome: 'rotated', session: { generation: 2 } })
+    t.strictSame(await rotate(store, mine.id, 1), { outcome: 'reused' }, 'generation 1 again')
+    t.strictSame(await rotate(store, mine.id, 2), { outcome: 'refused' }, 'the session has ended: its current generation no longer works')
   })
 
-  t.test('unknown and expired tokens are invalid, without ending anything', async (t) => {
+  t.test('unknown sessions, generations never handed out and expired sessions are refused without ending anything', async (t) => {
     const store = await open(t)
-    t.strictSame(await store.rotate(hash(), hash(), Date.now() + 1000), { outcome: 'invalid' })
-    const expired = hash()
-    await store.add(expired, record({ expiresAtMs: Date.now() + 200 }))
-    await sleep(1200)
-    t.strictSame(await store.rotate(expired, hash(), Date.now() + 1000), { outcome: 'invalid' })
+    const live = session()
+    const soon = session({ expiresMs: Date.now() + 100 })
+    await store.start(live, CAP)
+    await store.start(soon, CAP)
+    t.strictSame(await rotate(store, randomUUID(), 0), { outcome: 'refused' })
+    t.strictSame(await rotate(store, live.id, 5), { outcome: 'refused' }, 'a generation from the future')
+    t.match(await rotate(store, live.id, 0), { outcome: 'rotated' }, 'the session goes on')
+    t.strictSame(await rotate(store, soon.id, 0, Date.now() + 200), { outcome: 'refused' }, 'expired')
   })
 
-  t.test('revoking a session removes all its tokens, rotated or not, and only them', async (t) => {
+  t.test('ending a session refuses every generation of it, and only of it', async (t) => {
     const store = await open(t)
-    const mine = record({ userId: 3 })
-    const [a, b, other] = [hash(), hash(), hash()]
-    await store.add(a, mine)
-    await store.rotate(a, b, Date.now() + 60_000)
-    await store.add(other, record())
-    await store.revokeSession(mine.sessionId)
-    t.strictSame(await store.rotate(a, hash(), Date.now() + 1000), { outcome: 'invalid' }, 'the rotated token is gone')
-    t.strictSame(await store.rotate(b, hash(), Date.now() + 1000), { outcome: 'invalid' }, 'the current token is gone')
-    t.match(await store.rotate(other, hash(), Date.now() + 1000), { outcome: 'rotated' }, 'another session is untouched')
+    const [mine, other] = [session(), session()]
+    await store.start(mine, CAP)
+    await store.start(other, CAP)
+    await rotate(store, mine.id, 0)
+    await store.end(mine.id)
+    await store.end(mine.id)
+    t.strictSame(await rotate(store, mine.id, 1), { outcome: 'refused' })
+    t.strictSame(await rotate(store, mine.id, 0), { outcome: 'refused' })
+    t.match(await rotate(store, other.id, 0), { outcome: 'rotated' })
+  })
+
+  t.test('a user over the cap loses the oldest sessions; other users, and the id 1 as a string, are apart', async (t) => {
+    const store = await open(t)
+    const base = Date.now()
+    const sessions = [0, 1, 2, 3].map((i) => session({ createdMs: base + i, lastUsedMs: base + i }))
+    t.strictSame(await store.start(sessions[0], 2), [])
+    t.strictSame(await store.start(session({ userId: '1', createdMs: base - 10 }), 2), [])
+    t.strictSame(await store.start(sessions[1], 2), [])
+    t.strictSame(await store.start(sessions[2], 2), [sessions[0].id])
+    t.strictSame(await store.start(sessions[3], 2), [sessions[1].id])
+    t.strictSame(await rotate(store, sessions[0].id, 0), { outcome: 'refused' })
+    t.strictSame(await rotate(store, sessions[1].id, 0), { outcome: 'refused' })
+    t.match(await rotate(store, sessions[2].id, 0), { outcome: 'rotated' })
+    t.match(await rotate(store, sessions[3].id, 0), { outcome: 'rotated' })
+  })
+
+  t.test('refreshes are limited per session and window', async (t) => {
+    const store = await open(t)
+    const mine = session()
+    await store.start(mine, CAP)
+    const limit = { max: 2, windowMs: 10_000 }
+    const now = Date.now()
+    t.match(await store.rotate(mine.id, 0, now, now + 60_000, limit), { outcome: 'rotated' })
+    t.match(await store.rotate(mine.id, 1, now + 10, now + 60_000, limit), { outcome: 'rotated' })
+    t.strictSame(await store.rotate(mine.id, 2, now + 1000, now + 60_000, limit), { outcome: 'limited', retryAfterMs: 9000 })
+    t.strictSame(await store.rotate(mine.id, 1, now + 1000, now + 60_000, limit), { outcome: 'reused' }, 'a reuse is detected even at the limit')
+    const other = session()
+    await store.start(other, CAP)
+    t.match(await store.rotate(other.id, 0, now, now + 60_000, limit), { outcome: 'rotated' }, 'other sessions have their own count')
+    t.match(await store.rotate(other.id, 1, now, now + 60_000, limit), { outcome: 'rotated' })
+    t.match(await store.rotate(other.id, 2, now + 10_000, now + 60_000, limit), { outcome: 'rotated', session: { windowCount: 1 } }, 'a new window')
+  })
+
+  t.test('of many presenters of one generation at once, exactly one rotates and the rest are reuses', async (t) => {
+    const store = await open(t)
+    for (let trial = 0; trial < 20; trial++) {
+      const mine = session()
+      await store.start(mine, CAP)
+      const outcomes = await Promise.all(Array.from({ length: 8 }, () => rotate(store, mine.id, 0)))
+      const rotations = outcomes.filter((o) => o.outcome === 'rotated').length
+      if (rotations !== 1) t.fail(`trial ${trial}: ${rotations} rotations`)
+      t.strictSame(await rotate(store, mine.id, 1), { outcome: 'refused' }, 'the session ended')
+    }
   })
 }
 
@@ -105,8 +176,8 @@ t.test('memory', async (t) => {
     t.teardown(() => store.close())
     return store
   })
-  refreshContract(t, async (t) => {
-    const store = new MemoryRefreshTokenStore()
+  sessionContract(t, async (t) => {
+    const store = new MemorySessionStore()
     t.teardown(() => store.close())
     return store
   })
@@ -124,19 +195,17 @@ t.test('memory', async (t) => {
     t.equal(store.isRevoked('x', 'b'), true)
   })
 
-  t.test('the refresh tokens are swept on a timer, and a session whose tokens all expired is forgotten', async (t) => {
-    const store = new MemoryRefreshTokenStore(50)
+  t.test('sessions are swept on a timer a margin after their last token expires', async (t) => {
+    const store = new MemorySessionStore(50)
     t.teardown(() => store.close())
-    const session = record({ expiresAtMs: Date.now() + 100 })
-    const [a, b, live] = [hash(), hash(), hash()]
-    await store.add(a, session)
-    await store.rotate(a, b, Date.now() + 100)
-    await store.add(live, record())
+    await store.start(session({ expiresMs: Date.now() - 60_000 }), CAP)
+    await store.start(session({ expiresMs: Date.now() - 59_000 }), CAP)
+    await store.start(session(), CAP)
     t.equal(store.size, 3)
-    await sleep(400)
-    t.equal(store.size, 1)
-    await store.revokeSession(session.sessionId)
-    t.match(await store.rotate(live, hash(), Date.now() + 1000), { outcome: 'rotated' })
+    await sleep(300)
+    t.equal(store.size, 2, 'only the one past the margin went')
+    store.sweep(Date.now() + 120_000)
+    t.equal(store.size, 0)
   })
 })
 
@@ -149,7 +218,7 @@ function sqlSuites (t: Test, openSchema: Open<SqlClient>): void {
     return client
   }
   revocationContract(t, async (t) => new SqlRevocationStore(await migrated(t), status))
-  refreshContract(t, async (t) => new SqlRefreshTokenStore(await migrated(t), status))
+  sessionContract(t, async (t) => new SqlSessionStore(await migrated(t), status))
 
   t.test('expired rows are deleted as new ones arrive', async (t) => {
     const client = await migrated(t)
@@ -159,22 +228,36 @@ function sqlSuites (t: Test, openSchema: Open<SqlClient>): void {
     await sleep(1200)
     await revocations.revoke('new', Date.now() + 60_000)
     t.equal(await count('revoked_tokens'), 1)
-    const refresh = new SqlRefreshTokenStore(client, status)
-    await refresh.add(hash(), record({ expiresAtMs: Date.now() + 100 }))
-    await sleep(1200)
-    await refresh.add(hash(), record())
-    t.equal(await count('refresh_tokens'), 1)
+    const sessions = new SqlSessionStore(client, status)
+    await sessions.start(session({ expiresMs: Date.now() - 61_000 }), CAP)
+    await sessions.start(session({ expiresMs: Date.now() - 30_000 }), CAP)
+    await sessions.start(session(), CAP)
+    t.equal(await count('sessions'), 2, 'the one past the margin went')
     await revocations.close()
-    await refresh.close()
+    await sessions.close()
   })
 
-  t.test('only hashes are stored', async (t) => {
-    const client = await migrated(t)
-    const refresh = new SqlRefreshTokenStore(client, status)
-    const token = randomBytes(32).toString('base64url')
-    await refresh.add(createHash('sha256').update(token).digest(), record())
-    const rows = await client.query<{ token_hash: Uint8Array }>('SELECT token_hash FROM refresh_tokens')
-    t.equal(Buffer.from(rows[0].token_hash).toString('hex'), createHash('sha256').update(token).digest('hex'))
+  t.test('a session with a refresh token from before session records keeps it, as its generation 0', async (t) => {
+    const client = await openSchema(t)
+    await migrate(client, '006')
+    const token = (): string => randomBytes(32).toString('base64url')
+    const hashOf = (value: string): Buffer => createHash('sha256').update(value).digest()
+    const [rotatedToken, current, expired] = [token(), token(), token()]
+    const insert = 'INSERT INTO refresh_tokens (token_hash, session_id, user_id, username, expires_at, rotated) VALUES ($1, $2, $3, $4, $5, $6)'
+    const live = new Date(Date.now() + 86_400_000)
+    await client.query(insert, [hashOf(rotatedToken), 'old-session', '"u-1"', 'ada', live, true])
+    await client.query(insert, [hashOf(current), 'old-session', '"u-1"', 'ada', live, false])
+    await client.query(insert, [hashOf(expired), 'gone-session', '2', 'chris', new Date(Date.now() - 1000), false])
+    await migrate(client)
+    const store = new SqlSessionStore(client, status)
+    t.equal(await store.legacySession(hashOf(current)), 'old-session')
+    t.equal(await store.legacySession(hashOf(rotatedToken)), undefined, 'only the current token of a session is kept')
+    t.equal(await store.legacySession(hashOf(expired)), undefined, 'an expired one is not')
+    const now = Date.now()
+    t.match(await store.rotate('old-session', 0, now, now + 60_000, NO_LIMIT), {
+      outcome: 'rotated', session: { userId: 'u-1', username: 'ada', generation: 1, expiresMs: now + 60_000 }
+    })
+    t.strictSame(await store.rotate('old-session', 0, Date.now(), Date.now() + 60_000, NO_LIMIT), { outcome: 'reused' })
   })
 }
 
@@ -194,9 +277,10 @@ t.test('PGlite in process', async (t) => {
     const operations: Array<() => Promise<unknown>> = [
       () => new SqlRevocationStore(client, status).isRevoked('a', 'b'),
       () => new SqlRevocationStore(client, status).revoke('a', Date.now() + 1000),
-      () => new SqlRefreshTokenStore(client, status).add(hash(), record()),
-      () => new SqlRefreshTokenStore(client, status).rotate(hash(), hash(), Date.now()),
-      () => new SqlRefreshTokenStore(client, status).revokeSession('s')
+      () => new SqlSessionStore(client, status).start(session(), CAP),
+      () => new SqlSessionStore(client, status).rotate('s', 0, Date.now(), Date.now(), NO_LIMIT),
+      () => new SqlSessionStore(client, status).end('s'),
+      () => new SqlSessionStore(client, status).legacySession(Buffer.alloc(32))
     ]
     for (const operation of operations) await t.rejects(operation(), SessionStoreUnavailableError)
     t.match(text(), /"msg":"database unavailable"/, 'the outage is logged, once')
@@ -224,9 +308,27 @@ if (TEST_REDIS_URL === undefined || TEST_REDIS_URL === '') {
 } else {
   const redisUrl = TEST_REDIS_URL
   t.test('Redis at TEST_REDIS_URL', async (t) => {
+    const status = new DependencyStatus('redis', silentLog, async () => {})
     revocationContract(t, async (t) => {
       const { redis, prefix } = testRedis(t, redisUrl)
-      return new RedisRevocationStore(redis, prefix, new DependencyStatus('redis', silentLog, async () => {}))
+      return new RedisRevocationStore(redis, prefix, status)
+    })
+    sessionContract(t, async (t) => {
+      const { redis, prefix } = testRedis(t, redisUrl)
+      return new RedisSessionStore(redis, prefix, status)
+    })
+
+    t.test('Redis deletes a session a margin after its last token expires', async (t) => {
+      const { redis, prefix } = testRedis(t, redisUrl)
+      const store = new RedisSessionStore(redis, prefix, status)
+      const mine = session({ expiresMs: Date.now() + 10_000 })
+      await store.start(mine, CAP)
+      const ttl = await redis.pttl(`${prefix}session:${mine.id}`)
+      t.ok(ttl > 69_000 && ttl <= 70_000, `TTL ${ttl} ms`)
+      const now = Date.now()
+      await store.rotate(mine.id, 0, now, now + 20_000, NO_LIMIT)
+      const later = await redis.pttl(`${prefix}session:${mine.id}`)
+      t.ok(later > 79_000 && later <= 80_000, `after a rotation, TTL ${later} ms`)
     })
   })
 }
@@ -241,4 +343,9 @@ t.test('a Redis that cannot be reached gives SessionStoreUnavailableError', asyn
   })
   await t.rejects(store.isRevoked('a', 'b'), SessionStoreUnavailableError)
   await t.rejects(store.revoke('a', Date.now() + 60_000), SessionStoreUnavailableError)
+  const sessions = new RedisSessionStore(redis, 'cats-test:', new DependencyStatus('redis', silentLog, async () => {}))
+  await t.rejects(sessions.start(session(), CAP), SessionStoreUnavailableError)
+  await t.rejects(sessions.rotate('s', 0, Date.now(), Date.now(), NO_LIMIT), SessionStoreUnavailableError)
+  await t.rejects(sessions.end('s'), SessionStoreUnavailableError)
+  await sessions.close()
 })

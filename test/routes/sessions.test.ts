@@ -6,6 +6,8 @@ import type { AppOptions } from '../../src/app-options.js'
 import { bearer, build, createApp, tokenFor } from '../support/app.js'
 import { closedPort } from '../support/ports.js'
 import { adminClient, freshServerSchema, urlWithSchema } from '../support/sql-schemas.js'
+import { freshKeyPrefix } from '../support/redis.js'
+import { raceTrials } from '../support/session-races.js'
 
 /**
  * Logout and refresh tokens over HTTP, per store: memory, PGlite in process,
@@ -81,7 +83,7 @@ function sessionSuite (t: Test, instances: Instances): void {
   t.test('refresh rotates: a new access token in the same session and a new refresh token; the old one stops working', async (t) => {
     const app = await instances(t)(REFRESH_ON)
     const first = await login(app)
-    t.match(first.refresh_token, /^[A-Za-z0-9_-]{43}$/, '256 random bits, base64url')
+    t.match(first.refresh_token, new RegExp(`^${String(claimsOf(first.access_token).sid)}\\.0\\.[0-9]+\\.[A-Za-z0-9_-]{43}$`), 'its session, generation 0, expiry and MAC')
     const res = await refresh(app, first.refresh_token)
     t.equal(res.statusCode, 200)
     t.equal(res.headers['cache-control'], 'no-store')
@@ -123,6 +125,12 @@ function sessionSuite (t: Test, instances: Instances): void {
     const app = await instances(t)({ ...REFRESH_ON, REFRESH_TOKEN_TTL: '1s' })
     refusedRefresh(t, await refresh(app, randomBytes(32).toString('base64url')), 'unknown')
     refusedRefresh(t, await refresh(app, 'not a refresh token'), 'malformed')
+    const genuine = (await login(app)).refresh_token ?? ''
+    const [sid, , exp, mac] = genuine.split('.')
+    refusedRefresh(t, await refresh(app, `${sid}.1.${exp}.${mac}`), 'another generation under the same MAC')
+    refusedRefresh(t, await refresh(app, `${sid}.0.${Number(exp) + 86_400}.${mac}`), 'a longer life under the same MAC')
+    refusedRefresh(t, await refresh(app, `${sid}.0.${exp}.${mac.slice(0, -1)}${mac.endsWith('A') ? 'B' : 'A'}`), 'another MAC')
+    t.equal((await refresh(app, genuine)).statusCode, 200, 'none of them ended the session')
     refusedRefresh(t, await refresh(app, (await login(app)).access_token), 'an access token')
     const { refresh_token: expiring } = await login(app)
     await new Promise((resolve) => setTimeout(resolve, 1500))
@@ -140,6 +148,44 @@ function sessionSuite (t: Test, instances: Instances): void {
     t.equal((await logout(a, token)).statusCode, 204)
     refusedToken(t, await profile(b, token), 'on B')
   })
+
+  t.test('a refresh token works until its lifetime is over and not after, and each new one lives as long', async (t) => {
+    const app = await instances(t)(REFRESH_ON)
+    const [early, late] = [await login(app), await login(app)]
+    const realNow = Date.now
+    const DAY = 86_400_000
+    const at = (offsetMs: number): void => { Date.now = () => realNow() + offsetMs }
+    t.teardown(() => { Date.now = realNow })
+    at(30 * DAY - 60_000)
+    const res = await refresh(app, early.refresh_token ?? '')
+    t.equal(res.statusCode, 200, 'a minute before 30 days')
+    at(30 * DAY + 1000)
+    refusedRefresh(t, await refresh(app, late.refresh_token ?? ''), 'a second after 30 days')
+    at(60 * DAY - 120_000)
+    t.equal((await refresh(app, res.json().refresh_token)).statusCode, 200, 'the token issued at 30 days lives 30 days more')
+  })
+
+  t.test('the session cap ends a user\'s oldest session on a new login', async (t) => {
+    const app = await instances(t)({ ...REFRESH_ON, SESSIONS_PER_USER_MAX: 2 })
+    const [oldest, second, third] = [await login(app), await login(app), await login(app)]
+    refusedToken(t, await profile(app, oldest.access_token), 'the oldest access token')
+    refusedRefresh(t, await refresh(app, oldest.refresh_token), 'the oldest refresh token')
+    t.equal((await profile(app, second.access_token)).statusCode, 200)
+    t.equal((await profile(app, third.access_token)).statusCode, 200)
+    t.equal((await profile(app, (await login(app, 'chris', 'secret')).access_token)).statusCode, 200, 'another user has a cap of their own')
+  })
+
+  t.test('refreshes are limited per session: 429 with Retry-After past the limit, and the session goes on', async (t) => {
+    const app = await instances(t)({ ...REFRESH_ON, REFRESH_RATE_LIMIT: 2 })
+    let tokens = await login(app)
+    for (let i = 0; i < 2; i++) tokens = (await refresh(app, tokens.refresh_token)).json()
+    const limited = await refresh(app, tokens.refresh_token)
+    t.equal(limited.statusCode, 429)
+    t.equal(limited.json().code, 'AUTH_ERR_TOO_MANY_REFRESHES')
+    t.ok(Number(limited.headers['retry-after']) >= 1 && Number(limited.headers['retry-after']) <= 60, `Retry-After ${String(limited.headers['retry-after'])}`)
+    t.equal((await profile(app, tokens.access_token)).statusCode, 200, 'the session was not ended')
+    t.equal((await refresh(app, (await login(app)).refresh_token)).statusCode, 200, 'another session has its own limit')
+  })
 }
 
 /** Two instances share refresh tokens only through a database. */
@@ -153,6 +199,13 @@ function sharedRefreshSuite (t: Test, instances: Instances): void {
     refusedToken(t, await profile(a, second.access_token), 'the access token A issued, on A')
     refusedToken(t, await profile(b, first.access_token), 'the first access token, on B')
     refusedRefresh(t, await refresh(a, second.refresh_token), 'the current refresh token, on A')
+  })
+
+  t.test('a thief refreshing a stolen session in a loop never outlives the owner\'s reuse or logout on another instance', async (t) => {
+    const open = instances(t)
+    const [a, b] = [await open(REFRESH_ON), await open(REFRESH_ON)]
+    t.equal(await raceTrials(a, b, 'reuse', 25), 0, 'survivors of 25 reuse races')
+    t.equal(await raceTrials(a, b, 'logout', 25), 0, 'survivors of 25 logout races')
   })
 
   t.test('a refresh for a user who no longer exists is refused and ends the session', async (t) => {
@@ -190,6 +243,12 @@ t.test('memory', async (t) => {
     t.strictSame(seen, [], 'a token the service refused never reaches the host\'s check')
     const sync = await build(t, {}, { isRevoked: () => true })
     refusedToken(t, await profile(sync, tokenFor(sync)), 'a synchronous check')
+  })
+
+  t.test('a thief refreshing in a loop never outlives the owner\'s reuse or logout', async (t) => {
+    const app = await build(t, REFRESH_ON)
+    t.equal(await raceTrials(app, app, 'reuse', 25), 0, 'survivors of 25 reuse races')
+    t.equal(await raceTrials(app, app, 'logout', 25), 0, 'survivors of 25 logout races')
   })
 })
 
@@ -240,6 +299,38 @@ if (TEST_DATABASE_URL === undefined || TEST_DATABASE_URL === '') {
       sharedRefreshSuite(t, onPostgres(redisUrl))
     })
   }
+}
+
+if (TEST_REDIS_URL === undefined || TEST_REDIS_URL === '') {
+  t.comment('TEST_REDIS_URL is not set: the Redis-only runs of the session tests were skipped')
+} else {
+  const redisUrl = TEST_REDIS_URL
+  /** Apps on one fresh key prefix of the Redis server per test, without a database: sessions live in Redis. */
+  const onRedis: Instances = (t) => {
+    const prefix = freshKeyPrefix(t, redisUrl)
+    return async (config = {}, options = {}) => {
+      const app = await build(t, { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: prefix, ...config }, options)
+      for (let wait = 0; (await app.inject('/health/ready')).statusCode !== 200; wait++) {
+        if (wait === 100) throw new Error('the app did not become ready within 10 s')
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+      return app
+    }
+  }
+  t.test('Redis without a database: two apps on one Redis', async (t) => {
+    sessionSuite(t, onRedis)
+    sharedRefreshSuite(t, onRedis)
+
+    t.test('a logout on B ends the session on A: its refresh token and its refreshed access tokens are refused', async (t) => {
+      const open = onRedis(t)
+      const [a, b] = [await open(REFRESH_ON), await open(REFRESH_ON)]
+      const first = await login(a)
+      const second: Tokens = (await refresh(a, first.refresh_token)).json()
+      t.equal((await logout(b, first.access_token)).statusCode, 204)
+      refusedRefresh(t, await refresh(a, second.refresh_token), 'refresh on A')
+      refusedToken(t, await profile(a, second.access_token), 'the refreshed access token on A')
+    })
+  })
 }
 
 t.test('the denylist\'s Redis out of reach: guarded routes answer 503 with a code, never accept the token', async (t) => {

@@ -1,0 +1,62 @@
+import type { FastifyInstance } from 'fastify'
+import { bearer } from './app.js'
+
+/**
+ * Races between a thief who refreshes a stolen session in a loop on one instance
+ * and its owner who, at the same moment, presents an already rotated refresh token
+ * (reuse) or logs out on another. Whatever the interleaving, the session must end:
+ * afterwards the thief's latest refresh token and latest access token are refused.
+ * Each trial starts its session directly (no password hash), since only refresh
+ * and logout race.
+ */
+
+interface Tokens { access_token: string, refresh_token: string }
+
+const refresh = async (app: FastifyInstance, token: string): Promise<Tokens | undefined> => {
+  const res = await app.inject({ method: 'POST', url: '/auth/refresh', payload: { refresh_token: token } })
+  return res.statusCode === 200 ? res.json() : undefined
+}
+
+async function newSession (app: FastifyInstance): Promise<Tokens> {
+  const { accessToken, refreshToken } = await app.sessions.start({ id: 1, username: 'john' }, { address: '127.0.0.1', userAgent: 'race' })
+  if (refreshToken === undefined) throw new Error('refresh tokens are off')
+  return { access_token: accessToken, refresh_token: refreshToken }
+}
+
+/** The thief refreshes up to `rounds` times from `from`; answers the last tokens it got. */
+async function thiefLoop (app: FastifyInstance, from: Tokens, rounds: number): Promise<Tokens> {
+  let latest = from
+  for (let round = 0; round < rounds; round++) {
+    const next = await refresh(app, latest.refresh_token)
+    if (next === undefined) break
+    latest = next
+  }
+  return latest
+}
+
+/** Whether the thief's chain survived: its latest refresh token still refreshes, or its latest access token still works. */
+async function survived (app: FastifyInstance, thief: Tokens): Promise<boolean> {
+  const profile = await app.inject({ url: '/profile', headers: bearer(thief.access_token) })
+  return profile.statusCode !== 401 || (await refresh(app, thief.refresh_token)) !== undefined
+}
+
+export type Owner = 'reuse' | 'logout'
+
+/** Runs `trials` races; answers how many of them the thief's chain survived. */
+export async function raceTrials (thiefApp: FastifyInstance, ownerApp: FastifyInstance, owner: Owner, trials: number): Promise<number> {
+  let survivors = 0
+  for (let trial = 0; trial < trials; trial++) {
+    const stolen = await newSession(ownerApp)
+    // The thief refreshes first, so the owner's copy is already rotated.
+    const first = await refresh(thiefApp, stolen.refresh_token)
+    if (first === undefined) throw new Error('the first refresh failed')
+    const [thief] = await Promise.all([
+      thiefLoop(thiefApp, first, 6),
+      owner === 'reuse'
+        ? refresh(ownerApp, stolen.refresh_token)
+        : ownerApp.inject({ method: 'POST', url: '/auth/logout', headers: bearer(stolen.access_token) })
+    ])
+    if (await survived(thiefApp, thief) || await survived(ownerApp, thief)) survivors++
+  }
+  return survivors
+}
