@@ -18,6 +18,8 @@ declare module 'fastify' {
 /** How long one Redis command may take before the login answers 503. */
 const REDIS_COMMAND_TIMEOUT_MS = 1000
 const REDIS_CONNECT_TIMEOUT_MS = 2000
+// The longest pause between reconnection attempts (ioredis's default grows to 5 s).
+const REDIS_RETRY_MAX_MS = 250
 
 /**
  * Waits for the first connection, so that logins do not answer 503 just after a start, but
@@ -49,11 +51,19 @@ export default fp(async (fastify) => {
   const { Redis } = await import('ioredis')
   // Fail fast instead of waiting: no queueing while Redis is away, and a Redis that accepts
   // connections but never answers times out; the login then answers 503 within seconds.
+  // A connection that went silent is replaced, not kept: ioredis pairs replies with commands in
+  // order and keeps timed-out ones in line, so once a reply is lost every later reply would go to
+  // an older command and the client would never recover. Nothing is sent again on the new
+  // connection (its caller already had its 503; a login slot taken late would stay held), and
+  // reconnection retries stay frequent, so logins are served again within 2 s of Redis answering.
   const redis = new Redis(REDIS_URL, {
-    maxRetriesPerRequest: 1,
+    maxRetriesPerRequest: 0,
     enableOfflineQueue: false,
+    autoResendUnfulfilledCommands: false,
     connectTimeout: REDIS_CONNECT_TIMEOUT_MS,
-    commandTimeout: REDIS_COMMAND_TIMEOUT_MS
+    commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
+    socketTimeout: REDIS_COMMAND_TIMEOUT_MS,
+    retryStrategy: (times) => Math.min(times * 50, REDIS_RETRY_MAX_MS)
   })
   const status = new DependencyStatus('redis', fastify.log, () => redis.ping())
   fastify.dependencies.set(status.name, status)

@@ -12,7 +12,8 @@ export class DependencyStatus {
   readonly name: string
   readonly #log: FastifyBaseLogger
   readonly #probe: (timeoutMs: number) => Promise<unknown>
-  #down = false
+  /** When the current outage began (Date.now()); undefined while the dependency is available. */
+  #downSince: number | undefined
 
   constructor (name: string, log: FastifyBaseLogger, probe: (timeoutMs: number) => Promise<unknown>) {
     this.name = name
@@ -22,16 +23,17 @@ export class DependencyStatus {
 
   /** An operation on the dependency failed for want of it (not a bad request). */
   failed (error: unknown): void {
-    if (this.#down) return
-    this.#down = true
+    if (this.#downSince !== undefined) return
+    this.#downSince = Date.now()
     this.#log.error({ dependency: this.name, reason: String(error) }, `${this.name} unavailable`)
   }
 
   /** An operation on the dependency succeeded. */
   succeeded (): void {
-    if (!this.#down) return
-    this.#down = false
-    this.#log.info({ dependency: this.name }, `${this.name} available again`)
+    if (this.#downSince === undefined) return
+    const outageMs = Date.now() - this.#downSince
+    this.#downSince = undefined
+    this.#log.info({ dependency: this.name, outageMs }, `${this.name} available again`)
   }
 
   /** Probes the dependency, bounded by `timeoutMs` whatever the probe does; true when it answered. */
