@@ -38,7 +38,8 @@ const sessions = { version: 3, name: 'sessions' }
 const catsMerge = { version: 4, name: 'cats-merge' }
 const catsMergeMany = { version: 5, name: 'cats-merge-many' }
 const catsCreateMany = { version: 6, name: 'cats-create-many' }
-const all = [cats, idempotencyKeys, sessions, catsMerge, catsMergeMany, catsCreateMany]
+const sessionRecords = { version: 7, name: 'session-records' }
+const all = [cats, idempotencyKeys, sessions, catsMerge, catsMergeMany, catsCreateMany, sessionRecords]
 const pending = all.map((migration) => ({ ...migration, appliedAt: undefined, known: true }))
 
 async function tableExists (client: SqlClient, table: string): Promise<boolean> {
@@ -90,7 +91,8 @@ function migrationSuite (t: Test, openSchema: SchemaFactory): void {
     const [{ count }] = await client.query<{ count: string }>(`SELECT count(*) FROM ${MIGRATIONS_TABLE} WHERE version > 0`)
     t.equal(Number(count), all.length)
     t.equal(await tableExists(client, 'revoked_tokens'), true)
-    t.equal(await tableExists(client, 'refresh_tokens'), true)
+    t.equal(await tableExists(client, 'sessions'), true)
+    t.equal(await tableExists(client, 'refresh_tokens'), false, 'session records replaced the stored refresh tokens')
   })
 
   t.test('a migration file changed after it ran stops the run, and the run changes nothing', async (t) => {
