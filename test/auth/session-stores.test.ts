@@ -81,7 +81,10 @@ function revocationContract (t: Test, open: Open<RevocationStore>): void {
   })
 }
 
-function sessionContract (t: Test, open: Open<SessionStore>): void {
+/** Opens a store and says how many records (rows, keys, entries) it holds in all. */
+type OpenCounted = (t: Test) => Promise<{ store: SessionStore, count: () => Promise<number> }>
+
+function sessionContract (t: Test, open: Open<SessionStore>, openCounted: OpenCounted): void {
   const rotate = (store: SessionStore, id: string, generation: number, now = Date.now()) =>
     store.rotate(id, generation, now, now + 120_000, NO_LIMIT)
 
@@ -157,6 +160,18 @@ function sessionContract (t: Test, open: Open<SessionStore>): void {
     t.match(await store.rotate(other.id, 2, now + 10_000, now + 60_000, limit), { outcome: 'rotated', session: { windowCount: 1 } }, 'a new window')
   })
 
+  t.test('a session takes the same space after 200 refreshes as after none', async (t) => {
+    const { store, count } = await openCounted(t)
+    const mine = session()
+    await store.start(mine, CAP)
+    const before = await count()
+    for (let generation = 0; generation < 200; generation++) {
+      const result = await rotate(store, mine.id, generation)
+      if (result.outcome !== 'rotated') throw new Error(`refresh ${generation}: ${result.outcome}`)
+    }
+    t.equal(await count(), before, `${before} records before and after`)
+  })
+
   t.test('of many presenters of one generation at once, exactly one rotates and the rest are reuses', async (t) => {
     const store = await open(t)
     for (let trial = 0; trial < 20; trial++) {
@@ -176,10 +191,14 @@ t.test('memory', async (t) => {
     t.teardown(() => store.close())
     return store
   })
-  sessionContract(t, async (t) => {
+  const memory = (t: Test): MemorySessionStore => {
     const store = new MemorySessionStore()
     t.teardown(() => store.close())
     return store
+  }
+  sessionContract(t, async (t) => memory(t), async (t) => {
+    const store = memory(t)
+    return { store, count: async () => store.size }
   })
 
   t.test('the denylist answers synchronously and sweeps expired entries on its timer', async (t) => {
@@ -218,7 +237,10 @@ function sqlSuites (t: Test, openSchema: Open<SqlClient>): void {
     return client
   }
   revocationContract(t, async (t) => new SqlRevocationStore(await migrated(t), status))
-  sessionContract(t, async (t) => new SqlSessionStore(await migrated(t), status))
+  sessionContract(t, async (t) => new SqlSessionStore(await migrated(t), status), async (t) => {
+    const client = await migrated(t)
+    return { store: new SqlSessionStore(client, status), count: async () => Number((await client.query<{ n: string }>('SELECT count(*) AS n FROM sessions'))[0].n) }
+  })
 
   t.test('expired rows are deleted as new ones arrive', async (t) => {
     const client = await migrated(t)
@@ -316,6 +338,9 @@ if (TEST_REDIS_URL === undefined || TEST_REDIS_URL === '') {
     sessionContract(t, async (t) => {
       const { redis, prefix } = testRedis(t, redisUrl)
       return new RedisSessionStore(redis, prefix, status)
+    }, async (t) => {
+      const { redis, prefix } = testRedis(t, redisUrl)
+      return { store: new RedisSessionStore(redis, prefix, status), count: async () => (await redis.keys(`${prefix}*`)).length }
     })
 
     t.test('Redis deletes a session a margin after its last token expires', async (t) => {
