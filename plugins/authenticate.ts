@@ -9,7 +9,7 @@ import { durationToSeconds } from '../src/config.js'
 import { bearerToken } from '../src/auth/bearer-token.js'
 import type { AppOptions } from '../src/app-options.js'
 import type { Sessions } from '../src/auth/sessions.js'
-import { mapMaybePromise, type MaybePromise } from '../src/maybe-promise.js'
+import { fromHost, mapMaybePromise, type MaybePromise } from '../src/maybe-promise.js'
 
 /**
  * The token guard, an onRequest hook that sets request.user or answers 401. Fastify calls a route's hook with
@@ -64,7 +64,7 @@ export default fp<AppOptions>(async (fastify, opts) => {
   function isRevoked (claims: VerifiedClaims, request: FastifyRequest): MaybePromise<boolean> {
     const revoked = sessions === undefined ? false : sessions.isRevoked(claims)
     if (hostIsRevoked === undefined) return revoked
-    return mapMaybePromise(revoked, (denied) => denied || hostIsRevoked(claims, request))
+    return mapMaybePromise(revoked, (denied) => denied || fromHost(hostIsRevoked(claims, request)))
   }
 
   /** Lets the request through with the identity validateToken gave, or refuses the token without one. */
@@ -91,7 +91,7 @@ export default fp<AppOptions>(async (fastify, opts) => {
     }
     return mapMaybePromise(isRevoked(claims, request), (revoked) => revoked
       ? refuse(reply, true)
-      : mapMaybePromise(validateToken(claims, request), (identity) => admit(request, reply, claims, identity)))
+      : mapMaybePromise(fromHost(validateToken(claims, request)), (identity) => admit(request, reply, claims, identity)))
   }
 
   function authenticate (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined>
