@@ -22,7 +22,9 @@ function errorFor (error: ClientError): InstanceType<typeof ClientTimeout> {
  */
 export function clientErrorHandler (this: FastifyInstance, error: ClientError, socket: Socket): void {
   const known = errorFor(error)
-  this.log.trace({ err: error }, 'client error')
+  // Not the error itself: Node attaches the raw bytes received (`rawPacket`), which may hold an
+  // Authorization header or a login body; its code and message say what was wrong.
+  this.log.trace({ code: error.code, reason: error.message }, 'client error')
   // A connection the client reset or closed has no one left to answer.
   if (socket.writable) {
     const body = JSON.stringify(errorBody(known))

@@ -47,3 +47,29 @@ t.test('a connection the client resets gets no answer and does not disturb the s
   const ok = await exchange(port, ({ socket }) => { socket.write(head('GET', '/')) }, 5000)
   t.strictSame(ok.responses.map((response) => response.status), [200])
 })
+
+t.test('at LOG_LEVEL=trace a refused request is logged without its bytes: no token or password reaches the log', async (t) => {
+  const lines: string[] = []
+  const destination = { write: (line: string) => { lines.push(line) } }
+  const traced = Fastify(serverOptions(loadConfig({ JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'trace' }), destination))
+  await traced.listen({ port: 0, host: '127.0.0.1' })
+  t.teardown(() => traced.close())
+  const tracedAddress = traced.server.address()
+  const tracedPort = typeof tracedAddress === 'object' && tracedAddress !== null ? tracedAddress.port : 0
+  const token = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOjF9.secret-signature-part'
+  const password = 'a-password-nobody-should-read'
+  const body = JSON.stringify({ username: 'john', password })
+  // A header name with a control character: Node's parser refuses the request after reading the Authorization header.
+  const request = `POST /auth/login HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\n` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\nBad\u0001Header: v\r\n\r\n${body}`
+  const result = await exchange(tracedPort, ({ socket }) => { socket.write(request) }, 5000)
+  t.strictSame(result.responses.map((response) => response.status), [400])
+  const log = lines.join('')
+  const entries = log.trim().split('\n').map((line) => JSON.parse(line))
+  t.match(entries.find((entry) => entry.msg === 'client error'), { level: 10, code: 'HPE_INVALID_HEADER_TOKEN', reason: /Invalid header/ }, 'the refusal is logged, with why')
+  t.notOk(log.includes('rawPacket'), 'not the raw bytes')
+  for (const secret of [token, password]) {
+    t.notOk(log.includes(secret), 'no secret as text')
+    t.notOk(log.includes([...Buffer.from(secret)].join(',')), 'nor as the numbers of a logged Buffer')
+  }
+})
