@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { isDeepStrictEqual } from 'node:util'
 import t, { type Test } from 'tap'
 import Fastify, { type FastifyInstance, type InjectOptions } from 'fastify'
 import fp from 'fastify-plugin'
@@ -52,6 +53,17 @@ async function readiness (app: FastifyInstance): Promise<{ status: number, body:
   return { status: res.statusCode, body: res.json(), took: Date.now() - started }
 }
 
+/** Readiness once it says `expected`, or its answer after 2.5 s: it reuses a probe's answer for a second. */
+async function readinessBecomes (app: FastifyInstance, expected: unknown): Promise<unknown> {
+  const deadline = Date.now() + 2500
+  let body = (await readiness(app)).body
+  while (!isDeepStrictEqual(body, expected) && Date.now() < deadline) {
+    await sleep(50)
+    body = (await readiness(app)).body
+  }
+  return body
+}
+
 const catRoutes: InjectOptions[] = [
   { url: '/cats' },
   { url: '/cats/1' },
@@ -94,7 +106,7 @@ if (TEST_DATABASE_URL === undefined) {
 
     await t.test('the database answers again: served, and the recovery is logged once', async (t) => {
       proxy.silent = false
-      t.strictSame((await readiness(app)).body, { ready: true })
+      t.strictSame(await readinessBecomes(app, { ready: true }), { ready: true })
       t.match((await app.inject({ url: '/cats/1' })).json(), { id: 1, name: 'Tom' })
       const put = await app.inject(catRoutes[3])
       t.equal(put.statusCode, 200, 'a transaction works on a fresh connection')
@@ -104,7 +116,7 @@ if (TEST_DATABASE_URL === undefined) {
       await proxy.stop()
       const longest = await expectUnavailable(t, app, catRoutes, 'CATS_ERR_STORE_UNAVAILABLE')
       t.comment(`longest request while PostgreSQL refuses connections: ${longest} ms`)
-      t.strictSame((await readiness(app)).body, { ready: false, reason: 'database unavailable' })
+      t.strictSame(await readinessBecomes(app, { ready: false, reason: 'database unavailable' }), { ready: false, reason: 'database unavailable' })
       await proxy.start()
       t.equal((await app.inject({ url: '/cats' })).statusCode, 200)
     })
@@ -151,7 +163,7 @@ if (TEST_REDIS_URL === undefined) {
       status = (await app.inject(login)).statusCode
     }
     t.equal(status, 401, 'logins work again once Redis is back')
-    t.strictSame((await readiness(app)).body, { ready: true })
+    t.strictSame(await readinessBecomes(app, { ready: true }), { ready: true })
     t.equal(lines(log(), 'redis unavailable'), 1, 'the outage is logged once when it started')
     t.equal(lines(log(), 'redis available again'), 1, 'and once when it ended')
     t.equal(lines(log(), 'request failed'), 0, 'no error line (stack trace) per request')

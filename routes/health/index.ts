@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { NO_SECURITY } from '../../src/http/schemas.js'
+import { READINESS_CACHE_MS, sharedProbe } from '../../src/readiness.js'
 
 const Liveness = Type.Object({ status: Type.Literal('ok') }, { description: 'The process is up' })
 const Readiness = Type.Object({
@@ -12,6 +13,14 @@ const Readiness = Type.Object({
 const notShed = { pressureHandler: () => undefined }
 
 const health: FastifyPluginAsyncTypebox = async (fastify) => {
+  // The names of the dependencies that did not answer their probe (each has its own short timeout, so
+  // readiness answers even when one is silent). Shared and reused for a second: readiness is public, and
+  // a probe per request would let anyone send the database and Redis a query per request they send.
+  const unavailableDependencies = sharedProbe(async () => {
+    const checks = await Promise.all([...fastify.dependencies.values()].map(async (dependency) => ({ dependency, ok: await dependency.check() })))
+    return checks.filter((check) => !check.ok).map((check) => check.dependency.name)
+  }, READINESS_CACHE_MS)
+
   fastify.get('', {
     config: notShed,
     schema: { tags: ['health'], operationId: 'getHealth', summary: 'Liveness: the process is up', security: NO_SECURITY, response: { 200: Liveness } }
@@ -35,9 +44,7 @@ const health: FastifyPluginAsyncTypebox = async (fastify) => {
       reply.code(503)
       return { ready: false, reason: 'overloaded' }
     }
-    // Each probe has its own short timeout, so readiness answers even when a dependency is silent.
-    const checks = await Promise.all([...fastify.dependencies.values()].map(async (dependency) => ({ dependency, ok: await dependency.check() })))
-    const unavailable = checks.filter((check) => !check.ok).map((check) => check.dependency.name)
+    const unavailable = await unavailableDependencies()
     if (unavailable.length === 0) return { ready: true }
     const reason = `${unavailable.join(' and ')} unavailable`
     reply.code(503)
