@@ -19,9 +19,7 @@ import { errorBody } from '../src/http/error-body.js'
 import { ServiceMetrics, UNMATCHED_ROUTE } from '../src/metrics/service-metrics.js'
 import { apiSecurityHeaders } from '../src/http/security-headers.js'
 import { requestId, type ConnectionSettings } from '../src/http/server-options.js'
-import {
-  CollectionFull, InvalidCredentials, InvalidToken, MissingToken, retryAfterFor, RouteNotFound, TooManyLoginsInProgress, type ServiceError
-} from '../src/http/errors.js'
+import { CollectionFull, InvalidCredentials, InvalidToken, MissingToken, retryAfterFor, RouteNotFound, TooManyLoginsInProgress, type ServiceError } from '../src/http/errors.js'
 
 /**
  * The reference point of the benchmark: the service's routes and semantics on
@@ -32,29 +30,17 @@ import {
  * that only the HTTP layer differs from the real service.
  */
 export interface BaselineOptions {
-  /** The HS256 secret, the same JWT_SECRET the service is given. */
+  /** The HS256 secret: the service's JWT_SECRET. */
   jwtSecret: string
-  /** Token lifetime in seconds (the service's JWT_EXPIRES_IN; default 3600). */
+  /** The service's JWT_EXPIRES_IN (s, default 3600), CATS_MAX (100000), BODY_LIMIT (16384), HASH_CONCURRENCY (2), HASH_QUEUE_MAX (100). */
   expiresIn?: number
-  /** CATS_MAX (default 100000). */
   catsMax?: number
-  /** BODY_LIMIT in bytes (default 16384). */
   bodyLimit?: number
-  /** HASH_CONCURRENCY (default 2). */
   hashConcurrency?: number
-  /** HASH_QUEUE_MAX (default 100). */
   hashQueueMax?: number
-  /** Send the service's security headers and request id (default true); without them it is the floor of the earlier comparison. */
-  headers?: boolean
-  /**
-   * The service's HTTP server settings (src/http/server-options.ts): its timeouts, idle-socket one included, and
-   * header limit, applied to node:http as Fastify applies them. Without them, Node's defaults (no idle-socket timeout).
-   */
+  /** The service's timeouts (the idle-socket one among them) and header limit, applied as Fastify applies them. */
   server?: ConnectionSettings
-  /**
-   * Observe every response in the service's request-duration histogram on this registry, with the labels the
-   * service gives it (method, route pattern, status), as the service does with metrics on.
-   */
+  /** Observe every response in the service's request histogram on this registry, as the service with metrics on. */
   metrics?: Registry
 }
 
@@ -84,11 +70,8 @@ const SECURITY_HEADERS = apiSecurityHeaders()
 
 /** Every response's headers: the security headers, the request id (the client's UUID or a new one), and `headers`. */
 function responseHeaders (res: ServerResponse, headers: OutgoingHttpHeaders): OutgoingHttpHeaders {
-  return withoutServiceHeaders.has(res) ? headers : { ...SECURITY_HEADERS, 'x-request-id': requestId(res.req), ...headers }
+  return { ...SECURITY_HEADERS, 'x-request-id': requestId(res.req), ...headers }
 }
-
-// The responses of a baseline created with `headers: false`.
-const withoutServiceHeaders = new WeakSet<ServerResponse>()
 
 function sendJson (res: ServerResponse, status: number, value: unknown, headers: Record<string, string> = {}): void {
   sendJsonText(res, status, JSON.stringify(value), headers)
@@ -188,12 +171,10 @@ function observeWhenSent (metrics: ServiceMetrics, req: IncomingMessage, res: Se
 }
 
 export function createBaselineServer (options: BaselineOptions): Server {
-  const serviceHeaders = options.headers ?? true
   const settings = options.server
   const cats = new MemoryCatsStore()
   const metrics = options.metrics === undefined ? undefined : new ServiceMetrics(options.metrics, { countCats: () => cats.size })
   const server = createServer(settings?.http ?? {}, (req, res) => {
-    if (!serviceHeaders) withoutServiceHeaders.add(res)
     if (metrics !== undefined) observeWhenSent(metrics, req, res)
     route(req, res)
   })
