@@ -1,5 +1,7 @@
 import { STATUS_CODES } from 'node:http'
 import { Type, type Static, type TSchema, type TUnsafe } from '@sinclair/typebox'
+import { MAX_MESSAGE_CHARS } from './error-body.js'
+import { MAX_FIELD_CHARS, MAX_ISSUE_MESSAGE_CHARS, MAX_ISSUES } from './validation-issues.js'
 
 /**
  * A reference to a shared schema (one with an `$id`, registered once with
@@ -11,8 +13,11 @@ export const ref = <T extends TSchema>(schema: T, options: Record<string, unknow
   Type.Unsafe<Static<T>>(Type.Ref(String(schema.$id), options))
 
 export const ValidationIssue = Type.Object({
-  field: Type.String({ description: 'Where the value is, e.g. body.age or params.id' }),
-  message: Type.String({ description: 'Why it was rejected' })
+  field: Type.String({
+    maxLength: MAX_FIELD_CHARS,
+    description: `Where the value is, e.g. body.age or params.id; a longer name keeps its start and end around "…" (${MAX_FIELD_CHARS} characters in all)`
+  }),
+  message: Type.String({ maxLength: MAX_ISSUE_MESSAGE_CHARS, description: 'Why it was rejected' })
 }, { $id: 'ValidationIssue', description: 'One field that failed validation' })
 export type ValidationIssue = Static<typeof ValidationIssue>
 
@@ -20,9 +25,12 @@ export type ValidationIssue = Static<typeof ValidationIssue>
 export const ErrorReply = Type.Object({
   statusCode: Type.Integer({ description: 'The HTTP status' }),
   error: Type.String({ description: 'HTTP reason phrase' }),
-  message: Type.String({ description: 'What went wrong, for people; branch on `code`' }),
+  message: Type.String({ maxLength: MAX_MESSAGE_CHARS, description: 'What went wrong, for people; branch on `code`' }),
   code: Type.String({ description: 'Stable error code (listed in the README)' }),
-  validation: Type.Optional(Type.Array(ref(ValidationIssue), { description: 'One entry for every failing field' }))
+  validation: Type.Optional(Type.Array(ref(ValidationIssue), {
+    maxItems: MAX_ISSUES,
+    description: `One entry for each failing field, the first ${MAX_ISSUES} found`
+  }))
 }, { $id: 'Error', description: 'The error body of every failed request' })
 export type ErrorReply = Static<typeof ErrorReply>
 

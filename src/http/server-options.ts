@@ -5,6 +5,7 @@ import { pino, type DestinationStream } from 'pino'
 import { parseTrustProxy, type Config } from '../config.js'
 import { lazyLogger, writesAt } from './request-logger.js'
 import { clientErrorHandler } from './client-errors.js'
+import { errorHandler } from './error-handler.js'
 
 // Only a UUID is taken from the client: the id is echoed and written in every log line, and
 // a freer format would let a token or password sent there by mistake reach the logs.
@@ -78,6 +79,9 @@ export function serverOptions (config: Config, destination?: DestinationStream):
     // would still be built on every request (their objects, the response time) only to be dropped.
     logController: new LogController({ disableRequestLogging: !writesAt(config.LOG_LEVEL, 'info') }),
     clientErrorHandler,
+    // A URL the router refuses (a parameter over its length, a bad escape): Fastify's own answer
+    // quotes the whole URL in another shape; the service's error handler shortens and shapes it.
+    frameworkErrors: errorHandler,
     requestIdHeader: false,
     genReqId: requestId,
     trustProxy: parseTrustProxy(config.TRUST_PROXY),

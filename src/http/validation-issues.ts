@@ -1,5 +1,20 @@
 import { InvalidRequest } from './errors.js'
+import { MAX_MESSAGE_CHARS, shorten } from './error-body.js'
 import type { ValidationIssue } from './schemas.js'
+
+/**
+ * An error body lists at most this many issues: a body within the limit can fail in as many
+ * places as it has nodes, and a list per node would answer a few kilobytes with megabytes.
+ */
+export const MAX_ISSUES = 10
+
+/**
+ * The longest field name and issue message, in UTF-16 units (a name repeats the keys of the
+ * body, which may be long). With MAX_MESSAGE_CHARS, a body is at most 10 × (100 + 100) + 400
+ * units, 14,400 bytes of JSON at six bytes a unit at worst, plus its structure: under 16 KiB.
+ */
+export const MAX_FIELD_CHARS = 100
+export const MAX_ISSUE_MESSAGE_CHARS = 100
 
 /** The subset of an Ajv error that names a failing field and why. */
 export interface FieldError {
@@ -20,13 +35,29 @@ function fieldName (context: string, error: FieldError): string {
   return [context, ...path].join('.')
 }
 
-/** One entry per failing field, as the error body lists them. */
+/** One entry per failing field, as the error body lists them: the first MAX_ISSUES, names and messages shortened. */
 export function toIssues (context: string, errors: readonly FieldError[]): ValidationIssue[] {
-  return errors.map((error) => ({ field: fieldName(context, error), message: error.message ?? 'is invalid' }))
+  return errors.slice(0, MAX_ISSUES).map((error) => ({
+    field: shorten(fieldName(context, error), MAX_FIELD_CHARS),
+    message: shorten(error.message ?? 'is invalid', MAX_ISSUE_MESSAGE_CHARS)
+  }))
+}
+
+// Ends a message that lists only the first issues; `validation` has the rest, up to MAX_ISSUES.
+const MORE = ', …'
+
+/** The issues in one line: as many whole ones as fit in MAX_MESSAGE_CHARS (the first one always does). */
+function summary (issues: readonly ValidationIssue[]): string {
+  let text = ''
+  for (const { field, message } of issues) {
+    const next = `${text === '' ? '' : ', '}${field} ${message}`
+    if (text.length + next.length > MAX_MESSAGE_CHARS - MORE.length) return text + MORE
+    text += next
+  }
+  return text
 }
 
 /** A 400 in the same shape as a schema validation failure, for checks a schema cannot express. */
 export function invalidRequest (context: string, errors: FieldError[]): InstanceType<typeof InvalidRequest> {
-  const message = toIssues(context, errors).map((issue) => `${issue.field} ${issue.message}`).join(', ')
-  return Object.assign(new InvalidRequest(message), { validation: errors, validationContext: context })
+  return Object.assign(new InvalidRequest(summary(toIssues(context, errors))), { validation: errors, validationContext: context })
 }

@@ -47,8 +47,10 @@ export function validatorOnFirstUse (compile: () => ValidateFunction): Validator
 /**
  * One Ajv per HTTP part: bodies are never coerced ("3" is not an integer),
  * while params, querystring and headers arrive as strings and may be.
- * Every failing field is reported (allErrors). `sharedSchemas` are the schemas
- * routes reference by `$id`. Both Ajv instances and every validator are built on first use.
+ * Every failing field is reported (allErrors): the request schemas here have a few fields
+ * each, so that is a few errors, and an error body lists at most the first ten whatever a
+ * schema allows. `sharedSchemas` are the schemas routes reference by `$id`. Both Ajv
+ * instances and every validator are built on first use.
  */
 export function createValidatorCompiler (sharedSchemas: AnySchema[]): FastifySchemaCompiler<AnySchema> {
   let bodyAjv: Ajv | undefined

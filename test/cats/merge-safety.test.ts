@@ -1,6 +1,6 @@
 import t from 'tap'
 import { MAX_MERGE_DEPTH, findMergeProblems } from '../../src/cats/merge-safety.js'
-import { invalidRequest } from '../../src/http/validation-issues.js'
+import { MAX_ISSUES, invalidRequest } from '../../src/http/validation-issues.js'
 
 /** JSON text parsed as an unknown value: own `__proto__` keys survive, as in a request body. */
 const body = (json: string): unknown => JSON.parse(json)
@@ -142,4 +142,17 @@ t.test('the escaped paths become the right field names in a validation error', a
   const error = invalidRequest('body', problems)
   t.equal(error.statusCode, 400)
   t.equal(error.message, 'body.a/b.c~d.~1.__proto__ uses the reserved key "__proto__"')
+})
+
+t.test('the walk stops at the first MAX_ISSUES problems: never one per node of a hostile body', async (t) => {
+  // 31 levels of long keys, then 1,385 empty objects at level 33: the 8,186-byte body of the report.
+  const manyTooDeep = nested(MAX_MERGE_DEPTH - 1, Array.from({ length: 1385 }, () => ({})))
+  const problems = findMergeProblems(manyTooDeep)
+  t.equal(problems.length, MAX_ISSUES)
+  t.strictSame(problems.map((problem) => problem.instancePath.split('/').at(-1)), Array.from({ length: MAX_ISSUES }, (_, index) => String(index)),
+    'the first ones, in order')
+  const reserved = body(`[${Array.from({ length: 1000 }, () => '{"__proto__": 1, "constructor": 2}').join(',')}]`)
+  t.equal(findMergeProblems(reserved).length, MAX_ISSUES, 'reserved keys too')
+  t.equal(findMergeProblems(reserved, 3).length, 3, 'or at a limit of the caller\'s')
+  t.equal(findMergeProblems(nested(MAX_MERGE_DEPTH - 1, Array.from({ length: MAX_ISSUES }, () => ({})))).length, MAX_ISSUES, 'exactly the cap')
 })

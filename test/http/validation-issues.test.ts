@@ -1,5 +1,8 @@
 import t from 'tap'
-import { invalidRequest, type FieldError } from '../../src/http/validation-issues.js'
+import { MAX_MESSAGE_CHARS } from '../../src/http/error-body.js'
+import {
+  MAX_FIELD_CHARS, MAX_ISSUE_MESSAGE_CHARS, MAX_ISSUES, invalidRequest, toIssues, type FieldError
+} from '../../src/http/validation-issues.js'
 
 t.test('invalidRequest builds a 400 in the validation shape', async (t) => {
   const errors: FieldError[] = [{ instancePath: '/age', message: 'must be integer' }]
@@ -55,4 +58,39 @@ t.test('invalidRequest lists every error, not only the first', async (t) => {
 
 t.test('invalidRequest with an entry without a message says "is invalid"', async (t) => {
   t.equal(invalidRequest('body', [{ instancePath: '/a' }]).message, 'body.a is invalid')
+})
+
+t.test('at most MAX_ISSUES issues are listed, the first ones found', async (t) => {
+  t.equal(MAX_ISSUES, 10)
+  const errors: FieldError[] = Array.from({ length: 5000 }, (_, index) => ({ instancePath: `/f${index}`, message: 'must be string' }))
+  const issues = toIssues('body', errors)
+  t.equal(issues.length, MAX_ISSUES)
+  t.strictSame(issues.map((issue) => issue.field), Array.from({ length: MAX_ISSUES }, (_, index) => `body.f${index}`))
+  t.equal(toIssues('body', errors.slice(0, MAX_ISSUES)).length, MAX_ISSUES, 'exactly the cap: all of them')
+})
+
+t.test('field names and messages are shortened to their caps, keeping both ends', async (t) => {
+  t.equal(MAX_FIELD_CHARS, 100)
+  t.equal(MAX_ISSUE_MESSAGE_CHARS, 100)
+  const deepPath = Array.from({ length: 31 }, (_, level) => `/${String(level).padStart(3, '0')}${'k'.repeat(122)}`).join('') + '/7'
+  const [issue] = toIssues('body', [{ instancePath: deepPath, message: `must not be ${'very '.repeat(500)}long` }])
+  t.equal(issue.field.length, MAX_FIELD_CHARS)
+  t.ok(issue.field.startsWith('body.000kkk'), 'the start says where in the body')
+  t.ok(issue.field.endsWith('kkk.7'), 'the end names the failing key')
+  t.match(issue.field, /…/)
+  t.equal(issue.message.length, MAX_ISSUE_MESSAGE_CHARS)
+  t.ok(issue.message.startsWith('must not be very') && issue.message.endsWith('very long'))
+  const fits = `/${'a'.repeat(MAX_FIELD_CHARS - 'body.'.length)}`
+  t.equal(toIssues('body', [{ instancePath: fits, message: 'm' }])[0].field, `body.${'a'.repeat(95)}`, 'a name at the cap is kept whole')
+})
+
+t.test('invalidRequest lists in its message as many whole issues as fit, then an ellipsis', async (t) => {
+  const long = (index: number): FieldError => ({ instancePath: `/${String(index)}${'x'.repeat(300)}`, message: 'must be string' })
+  const error = invalidRequest('body', Array.from({ length: 50 }, (_, index) => long(index)))
+  t.ok(error.message.length <= MAX_MESSAGE_CHARS, `${error.message.length} characters`)
+  const listed = error.message.split(', ')
+  t.equal(listed.at(-1), '…', 'the message says that more follow')
+  t.equal(listed.length - 1, 3, 'three whole issues of 115 characters fit in 400')
+  t.ok(listed.slice(0, -1).every((entry) => entry.endsWith(' must be string')), 'no issue is cut in the middle')
+  t.equal(invalidRequest('body', [long(1)]).message.endsWith('…'), false, 'a single issue always fits whole')
 })
