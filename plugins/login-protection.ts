@@ -24,8 +24,9 @@ export default fp(async (fastify) => {
     clientWindowMs: ms(config.LOGIN_CLIENT_FAILURE_WINDOW)
   }
   const redis = fastify.redis
+  const maxWaiting = config.LOGIN_SLOT_QUEUE_MAX
   const protection = redis === undefined
-    ? new LoginProtection(new MemoryLoginAttempts(policy))
-    : new LoginProtection(new RedisLoginAttempts(redis.client, config.REDIS_KEY_PREFIX, policy), { status: redis.status })
+    ? new LoginProtection(new MemoryLoginAttempts(policy), { maxWaiting })
+    : new LoginProtection(new RedisLoginAttempts(redis.client, config.REDIS_KEY_PREFIX, policy), { status: redis.status, maxWaiting })
   fastify.decorate('loginProtection', protection)
 }, { name: 'login-protection', dependencies: ['config', 'dependencies', 'redis'] })

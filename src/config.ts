@@ -104,6 +104,11 @@ export const ConfigSchema = Type.Object({
     description: 'Failed logins from one client address across all usernames, within `LOGIN_CLIENT_FAILURE_WINDOW`, past which the address is refused for every username'
   }),
   LOGIN_CLIENT_FAILURE_WINDOW: Type.String({ ...Duration, default: '15m', description: 'The window in which a client address\'s failures count' }),
+  LOGIN_SLOT_QUEUE_MAX: Type.Integer({
+    minimum: 0,
+    default: 100,
+    description: 'Logins in line for a login slot in each instance (a login waits, up to 2 s, while logins of its username and address in progress hold every slot); past it 503 with Retry-After'
+  }),
   REFRESH_TOKENS: Type.Boolean({ default: false, description: '`true`: login also returns a `refresh_token`, exchanged at `POST /auth/refresh` (see Sessions)' }),
   REFRESH_TOKEN_TTL: Type.String({ ...Duration, default: '30d', description: 'Lifetime of a refresh token: a whole number and `s`, `m`, `h` or `d`' }),
   REFRESH_RATE_LIMIT: Type.Integer({ minimum: 1, default: 30, description: 'Most refreshes one session may make per minute; past it `POST /auth/refresh` gets 429' }),

@@ -1,35 +1,41 @@
 import { randomUUID } from 'node:crypto'
-import { setTimeout as sleep } from 'node:timers/promises'
 import type { DependencyStatus } from '../dependency-status.js'
 import { LoginLimiterUnavailable, TooManyLoginAttempts, TooManyLoginsInProgress } from '../http/errors.js'
-import type { LoginAttempt, LoginAttemptStore, Outcome } from './login-attempts.js'
+import { pairKey, type Admission, type LoginAttempt, type LoginAttemptStore, type Outcome } from './login-attempts.js'
+import { SlotWaiters } from './slot-waiters.js'
 
 export interface LoginProtectionOptions {
   /** The shared store's health (Redis): it hears of every command's success or failure. */
   status?: DependencyStatus
   /** How long an attempt waits for a slot held by attempts in progress before it is answered 503. */
   slotWaitMs?: number
+  /** Attempts in line for a slot at once in this process; past it, one that would wait behind another is answered 503 at once. */
+  maxWaiting?: number
 }
 
-// An attempt whose slots are all held by others in progress asks again this often.
-const SLOT_POLL_MS = 20
+// Slots freed in this process wake their waiters at once; asking again this often only finds the slots freed by
+// other instances or by expired leases, so a login may wait this much longer for those.
+const SLOT_POLL_MS = 100
 
 /**
  * Brute-force protection of the login: only failures count, per username and
  * client address (a lock that doubles while it is tried) and per address
  * across usernames. It answers with the service's errors: 429 with the
- * seconds to wait, 503 when the shared counters (Redis) cannot be used or
- * when more logins of one pair are in progress than it may check at once.
+ * seconds to wait, 503 when the shared counters (Redis) cannot be used, or
+ * when a login found every slot of its pair held and waited too long for one
+ * (or too many logins wait already).
  */
 export class LoginProtection {
   readonly #store: LoginAttemptStore
   readonly #status: DependencyStatus | undefined
-  readonly #slotWaitMs: number
+  readonly #waiters: SlotWaiters
 
-  constructor (store: LoginAttemptStore, { status, slotWaitMs = 2_000 }: LoginProtectionOptions = {}) {
+  constructor (store: LoginAttemptStore, { status, slotWaitMs = 2_000, maxWaiting = 100 }: LoginProtectionOptions = {}) {
     this.#store = store
     this.#status = status
-    this.#slotWaitMs = slotWaitMs
+    this.#waiters = new SlotWaiters(async (attempt) => await this.#ask(attempt), {
+      maxWaiting, waitMs: slotWaitMs, pollMs: SLOT_POLL_MS, refused: () => new TooManyLoginsInProgress()
+    })
   }
 
   /**
@@ -58,27 +64,25 @@ export class LoginProtection {
   }
 
   async #admit (attempt: LoginAttempt): Promise<void> {
-    const deadline = Date.now() + this.#slotWaitMs
-    for (;;) {
-      const admission = await this.#store.admit(attempt).catch((error: unknown) => {
-        this.#status?.failed(error)
-        throw new LoginLimiterUnavailable({ cause: error })
-      })
-      this.#status?.succeeded()
-      if (admission.admitted) return
-      if (admission.reason !== 'busy') {
-        const seconds = Math.max(1, Math.ceil(admission.retryAfterMs / 1000))
-        throw Object.assign(new TooManyLoginAttempts(seconds), { retryAfter: seconds })
-      }
-      if (Date.now() >= deadline) throw new TooManyLoginsInProgress()
-      await sleep(SLOT_POLL_MS)
-    }
+    const admission = await this.#waiters.admit(pairKey(attempt.username, attempt.client), attempt)
+    if (admission.admitted) return
+    const seconds = Math.max(1, Math.ceil(admission.retryAfterMs / 1000))
+    throw Object.assign(new TooManyLoginAttempts(seconds), { retryAfter: seconds })
+  }
+
+  async #ask (attempt: LoginAttempt): Promise<Admission> {
+    const admission = await this.#store.admit(attempt).catch((error: unknown) => {
+      this.#status?.failed(error)
+      throw new LoginLimiterUnavailable({ cause: error })
+    })
+    this.#status?.succeeded()
+    return admission
   }
 
   async #settle (attempt: LoginAttempt, outcome: Outcome): Promise<void> {
     await this.#store.settle(attempt, outcome).then(() => this.#status?.succeeded(), (error: unknown) => {
       this.#status?.failed(error)
       throw error
-    })
+    }).finally(() => this.#waiters.freed(pairKey(attempt.username, attempt.client)))
   }
 }
