@@ -160,7 +160,7 @@ t.test('the session operations: logout always, refresh with refresh tokens on, w
   const refresh = doc.paths['/auth/refresh'].post
   t.equal(refresh.operationId, 'refreshToken')
   t.strictSame(refresh.security, [], 'no bearer token: the refresh token in the body is the credential')
-  t.strictSame(Object.keys(refresh.responses).sort(), ['200', '400', '401', '413', '415', '503'])
+  t.strictSame(Object.keys(refresh.responses).sort(), ['200', '400', '401', '413', '415', '429', '503'])
   t.strictSame(refresh.requestBody.content['application/json'].schema.required, ['refresh_token'])
   t.match(refresh.requestBody.content['application/json'].example, { refresh_token: /^[\w-]{43}$/ })
   t.match(refresh.responses['200'].content['application/json'].schema.required, ['access_token', 'token_type', 'expires_in', 'refresh_token'])
