@@ -5,6 +5,7 @@ import type { ConfigInput } from '../../src/config.js'
 import { build } from '../support/app.js'
 import { countCommands, floodLogins, type Flood } from '../support/login-flood.js'
 import { freshKeyPrefix } from '../support/redis.js'
+import { TcpProxy } from '../support/tcp-proxy.js'
 
 // Correct logins fired at once from one address, for one user: ten are checked at once (the pair's slots), the
 // others wait in the process with one ask of the store per key at a time, and past LOGIN_SLOT_QUEUE_MAX they get
@@ -60,5 +61,24 @@ if (TEST_REDIS_URL === undefined) {
     // every 100 ms while some wait.
     t.ok(sent <= 3 * served + 50, `${sent} commands for ${served} logins served`)
     t.ok(sent < LOGINS, `fewer commands than logins (${sent})`)
+  })
+
+  t.test('redis silent: logins in line get 503 within 2 s, all of them, not one after another', async (t) => {
+    const target = new URL(TEST_REDIS_URL)
+    const proxy = new TcpProxy(target)
+    await proxy.start()
+    t.teardown(() => proxy.stop())
+    const app = await build(t, { ...config, REDIS_URL: proxy.url(target), REDIS_KEY_PREFIX: freshKeyPrefix(t, TEST_REDIS_URL) })
+    const redis = app.redis?.client
+    if (redis !== undefined && redis.status !== 'ready') await once(redis, 'ready')
+    proxy.silent = true
+    const started = Date.now()
+    const answers = await Promise.all(Array.from({ length: QUEUE_MAX }, async () => {
+      const res = await app.inject({ method: 'POST', url: '/auth/login', headers: { 'content-type': 'application/json' }, payload: LOGIN })
+      return { status: res.statusCode, code: res.json().code, ms: Date.now() - started }
+    }))
+    t.ok(answers.every((answer) => answer.status === 503 && answer.code === 'AUTH_ERR_LIMITER_UNAVAILABLE'), 'each one 503 AUTH_ERR_LIMITER_UNAVAILABLE')
+    const longest = Math.max(...answers.map((answer) => answer.ms))
+    t.ok(longest < SLOT_WAIT_MS, `the last answered after ${longest} ms`)
   })
 }
