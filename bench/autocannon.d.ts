@@ -1,15 +1,9 @@
-// The part of autocannon's programmatic API that the benchmark uses (the package ships no types).
+// The part of autocannon's programmatic API the bench uses (the package ships no types).
 declare module 'autocannon' {
   import type { EventEmitter } from 'node:events'
 
   namespace autocannon {
-    interface Request {
-      method?: string
-      path?: string
-      headers?: Record<string, string>
-      body?: string
-    }
-
+    interface Request { method?: string, path?: string, headers?: Record<string, string>, body?: string }
     interface Options {
       url: string
       connections?: number
@@ -17,46 +11,21 @@ declare module 'autocannon' {
       /** Seconds; ignored when `amount` is set. */
       duration?: number
       amount?: number
-      method?: string
-      headers?: Record<string, string>
-      body?: string
-      requests?: Request[]
+      /** Seconds before a request counts as timed out. */
       timeout?: number
-      /** Milliseconds between samples; the run stops on the first sample after `duration`. */
-      sampleInt?: number
+      /** Each connection cycles through these. */
+      requests?: Request[]
     }
-
-    interface Histogram {
-      average: number
-      mean: number
-      stddev: number
-      min: number
-      max: number
-      total: number
-      p50: number
-      p90: number
-      p99: number
-    }
-
     interface Result {
-      /** Seconds, from before the connections' requests are built. */
-      duration: number
       errors: number
-      timeouts: number
       non2xx: number
-      resets: number
       statusCodeStats: Record<string, { count: number }>
       /** Milliseconds. */
-      latency: Histogram
-      /** Per sample; `total` is the number of responses. */
-      requests: Histogram & { sent: number }
-      /** Bytes per sample; `total` is all bytes received. */
-      throughput: Histogram
+      latency: { p99: number }
+      /** `total`: the responses received. */
+      requests: { total: number }
     }
-
-    interface Instance extends EventEmitter, PromiseLike<Result> {
-      stop: () => void
-    }
+    type Instance = EventEmitter & PromiseLike<Result>
   }
 
   function autocannon (options: autocannon.Options): autocannon.Instance

@@ -1,130 +1,146 @@
 /**
- * npm run bench [-- --quick] — builds (the npm script does), then compares the
- * compiled service with the plain node:http baseline over HTTP on 127.0.0.1.
- * See BENCHMARKS.md for the method. Progress goes to stderr, the markdown
- * report to stdout, JSON and the SVG chart to bench/results/.
+ * npm run bench [-- options]: the compiled service against the plain node:http baseline (bench/baseline-server.ts)
+ * over HTTP on 127.0.0.1, in server CPU time per request; see BENCHMARKS.md. Progress goes to stderr, the markdown
+ * report to stdout and to bench/results/latest.md (git-ignored).
  */
+import { spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { existsSync } from 'node:fs'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
-import { runFloor } from './floor.js'
+import { parseArgs } from 'node:util'
 import { runFlood } from './flood.js'
-import { CATS_MAX, createHarness } from './harness.js'
-import { parseOptions, USAGE, warmupBefore } from './options.js'
-import { machineInfo, pinProcess, tasksetWorks } from './proc.js'
-import { markdown, startupStats, type BenchReport, type ScenarioResult } from './report.js'
+import { createBench, int, median, summarize, table, verdict } from './harness.js'
+import { logOut, measure, prefill, type Measurement } from './load.js'
 import { runScaling } from './scaling.js'
-import { findScenario, loginScenario, throughputScenarios } from './scenarios.js'
-import { compileBaseline } from './servers.js'
-import { DEFAULT_DATABASE_URL, runStores, STORE_SCENARIOS, storesMarkdown } from './stores.js'
-import { runScenario } from './throughput.js'
-import { writeResults } from './write-results.js'
+import { scenarios as allScenarios, signToken, type Scenario } from './scenarios.js'
+import { compileBaseline, describeCommit, type RunningServer } from './servers.js'
+import { runStores } from './stores.js'
 
-const root = join(import.meta.dirname, '..')
+const USAGE = `Usage: npm run bench -- [options]
+  --quick        2 starts, runs of 1.5 s after 2 s of warm-up, scaling to 100,000 cats: about 15 minutes (without it:
+                 10 starts, runs of 3 s after 5 s of warm-up, scaling to 1,000,000 cats: about 90 minutes on 2 cores)
+  --starts N     fresh starts of each server per scenario (rounds, for the stores)
+  --seconds S    seconds of each run, and at most of each warm-up (--quick --starts 1 --seconds 0.5 checks that it runs)
+  --only a,b     only these groups: main, flood, scaling, stores, startup, or ids of the main scenarios (bench/scenarios.ts)
+The stores group uses PostgreSQL at BENCH_DATABASE_URL (default postgres://root@127.0.0.1:5432/test), if it answers.`
 
-const options = parseOptions()
-if (options.help) {
+const { values: args } = parseArgs({
+  options: { quick: { type: 'boolean' }, starts: { type: 'string' }, seconds: { type: 'string' }, only: { type: 'string' }, help: { type: 'boolean' } }
+})
+if (args.help === true) {
   console.log(USAGE)
   process.exit(0)
 }
-const { mode, only } = options
-const wanted = (id: string): boolean => only === undefined || only.has(id)
+const quick = args.quick === true
+const seconds = Number(args.seconds ?? (quick ? 1.5 : 3))
+const cap = (warmup: number): number => args.seconds === undefined ? warmup : Math.min(warmup, seconds)
+const mode = {
+  starts: Number(args.starts ?? (quick ? 2 : 10)),
+  seconds,
+  warmup: cap(quick ? 2 : 5),
+  leadIn: cap(quick ? 0.5 : 1),
+  floodSeconds: cap(quick ? 2 : 5),
+  scalingSizes: quick ? [1_000, 100_000] : [1_000, 100_000, 1_000_000],
+  scalingRounds: quick ? 1 : 5
+}
+const only = args.only?.split(',')
+const wanted = (id: string): boolean => only === undefined || only.includes(id)
 
-const log = (message: string): void => { process.stderr.write(`${message}\n`) }
+const root = join(import.meta.dirname, '..')
+compileBaseline(root)
+// The servers on CPU 0, the load generator (this process: autocannon runs in it) on CPU 1, when taskset can.
+const pinned = os.cpus().length >= 2 && spawnSync('taskset', ['-a', '-p', '-c', '1', String(process.pid)]).status === 0
+const loadAverage = os.loadavg()[0]
+const secret = randomBytes(32).toString('hex')
+const bench = createBench(root, mode, secret, pinned)
+bench.log(`${pinned ? 'servers on CPU 0, load generator on CPU 1' : 'nothing pinned'}; load average ${loadAverage.toFixed(2)}` +
+  `${loadAverage > 0.5 ? ': other work on the machine skews the numbers' : ''}`)
 
-if (!existsSync(join(root, 'dist', 'server', 'src', 'server.js'))) {
-  log('dist/server/src/server.js is missing: run `npm run build` first (npm run bench does).')
-  process.exit(1)
+/** Cats and logged-out tokens, as the scenario wants them, on a server just started. */
+async function prepare (scenario: Scenario, server: RunningServer): Promise<void> {
+  const cats = await prefill(server.url, scenario.cats)
+  if (cats !== scenario.cats) throw new Error(`${server.kind}: prefill created ${cats} of ${scenario.cats} cats`)
+  const tokens = Array.from({ length: scenario.revoked ?? 0 }, () => signToken(secret))
+  if (tokens.length > 0 && await logOut(server.url, tokens) !== tokens.length) throw new Error(`${server.kind}: a logout failed`)
 }
 
-compileBaseline(root)
-
-// The server gets CPU 0, this process (the load generator) CPU 1.
-const pinned = options.pin && tasksetWorks() && pinProcess(process.pid, 1)
-log(pinned ? 'taskset: servers on CPU 0, load generator on CPU 1' : 'taskset unavailable or disabled: nothing is pinned')
-const loadAverageAtStart = os.loadavg()
-if (loadAverageAtStart[0] > 0.5) log(`warning: load average is ${loadAverageAtStart[0].toFixed(2)}; other work on the machine skews the numbers`)
-
-const secret = randomBytes(32).toString('hex')
-const bench = createHarness({ root, mode, logLevel: options.logLevel, serverCpu: pinned ? 0 : undefined, secret, log })
-const scenarios = throughputScenarios(secret)
+/**
+ * One scenario on the service and the baseline (and, for one with a target, both again with metrics on: the
+ * baseline then observes the service's request histogram too), over the mode's fresh starts. Each start launches
+ * them all, then measures each in turn straight after its own warm-up (a server that idles after its warm-up is no
+ * longer the one warmed up); the order rotates from start to start. The ratio is of the medians of all the runs.
+ */
+async function compare (scenario: Scenario): Promise<string[]> {
+  const contenders = [{ kind: 'service' as const, env: {} }, { kind: 'baseline' as const, env: {} }]
+  if (scenario.target !== undefined) contenders.push({ kind: 'service', env: { METRICS_ENABLED: 'true' } }, { kind: 'baseline', env: { BASELINE_METRICS: '1' } })
+  const settings = { connections: scenario.connections, amount: scenario.amount, seconds: mode.seconds }
+  // The login warms up with two logins (scrypt), the others with seconds of their requests.
+  const warmup = scenario.amount === undefined ? { ...settings, seconds: mode.warmup } : { ...settings, amount: 2 }
+  const runs: Measurement[][] = contenders.map(() => [])
+  for (let start = 0; start < mode.starts; start++) {
+    const servers: RunningServer[] = []
+    try {
+      for (const { kind, env } of contenders) servers.push(await bench.start(kind, env))
+      for (const server of servers) await prepare(scenario, server)
+      for (let turn = 0; turn < servers.length; turn++) {
+        const index = (turn + start) % servers.length
+        const { pid, url, kind } = servers[index]
+        await measure(pid, url, scenario.requests(), warmup)
+        const run = await measure(pid, url, scenario.requests(), settings)
+        runs[index].push(run)
+        bench.log(`[${scenario.id}] ${kind}${index > 1 ? ', metrics on' : ''}, start ${start + 1}: ${int(run.reqPerSec)} req/s, ` +
+          `${run.cpuMicros.toFixed(1)} µs CPU/req, p99 ${run.p99} ms${run.non2xx > 0 ? `, non-2xx ${run.non2xx}` : ''}`)
+      }
+    } finally {
+      for (const server of servers) await server.stop()
+    }
+  }
+  const [service, baseline, serviceMetrics, baselineMetrics] = runs.map(summarize)
+  const ratio = service.cpuMicros / baseline.cpuMicros
+  const metricsRatio = serviceMetrics === undefined ? undefined : serviceMetrics.cpuMicros / baselineMetrics.cpuMicros
+  const { target } = scenario
+  bench.log(`[${scenario.id}] CPU ratio ${ratio.toFixed(2)}${metricsRatio === undefined ? '' : `, metrics on ${metricsRatio.toFixed(2)}`}`)
+  return [
+    scenario.title, `${int(service.reqPerSec)} / ${int(baseline.reqPerSec)}`, `${service.p99} / ${baseline.p99}`,
+    `${service.non2xx} / ${baseline.non2xx}`, service.cpuMicros.toFixed(1), baseline.cpuMicros.toFixed(1), ratio.toFixed(2),
+    metricsRatio?.toFixed(2) ?? '—', target === undefined ? '—' : `≤ ${target.toFixed(2)}`,
+    target === undefined ? '—' : verdict(ratio <= target && (metricsRatio ?? 0) <= target)
+  ]
+}
 
 const started = Date.now()
-const results: ScenarioResult[] = []
-for (const scenario of scenarios) {
-  if (wanted(scenario.id)) results.push(await runScenario(bench, scenario, options.profile))
+const scenarios = allScenarios(secret)
+const sections: string[] = []
+const compared = scenarios.filter((scenario) => wanted('main') || wanted(scenario.id))
+if (compared.length > 0) {
+  const rows: string[][] = []
+  for (const scenario of compared) rows.push(await compare(scenario))
+  sections.push(`### Service vs. baseline: server CPU per request (medians of ${mode.starts} starts; ratio = service / baseline)\n\n` +
+    table(['Scenario', 'req/s S / B', 'p99 ms S / B', 'non-2xx S / B', 'CPU µs/req service', 'CPU µs/req baseline', 'ratio',
+      'ratio, metrics on', 'Target', 'Result'], rows))
 }
-const login = wanted(loginScenario.id) ? await runScenario(bench, loginScenario, options.profile) : undefined
-const flood = wanted('flood') ? await runFlood(bench, secret) : undefined
-const scaling = wanted('scaling') ? await runScaling(bench) : undefined
-const floors = []
-if (wanted('floor')) {
-  for (const id of ['profile', 'cat-read', 'cat-create', 'cat-update']) floors.push(await runFloor(bench, findScenario(scenarios, id)))
-}
-// `stores` runs every store scenario; `stores:<id>` only those named.
-const storeIds = [...only ?? []].filter((part) => part.startsWith('stores:')).map((part) => part.slice('stores:'.length))
-const stores = wanted('stores') || storeIds.length > 0
-  ? await runStores({
-    databaseUrl: process.env.BENCH_DATABASE_URL ?? DEFAULT_DATABASE_URL,
-    scenarios: scenarios.filter((s) => s.id in STORE_SCENARIOS && (storeIds.length === 0 || storeIds.includes(s.id))),
-    // One start per store, measured as many times as a server of the other groups over its starts.
-    rounds: mode.starts * mode.rounds,
-    warmupBefore: (round) => warmupBefore(mode, round),
-    duration: mode.duration,
-    settings: (s, seconds) => bench.settings(seconds, s.settings),
-    // Start-up is reported from the in-memory servers of the other groups only.
-    start: (env) => bench.start('project', { env, countStartup: false }),
-    measure: bench.measureQuiet,
-    log
-  })
-  : undefined
-// Start-up is reported from every counted server start; a run with few (--only) starts both servers in turn
-// until each has STARTUP_STARTS, so the median does not rest on one or two starts.
-const STARTUP_STARTS = 9
-while (bench.startups.project.length < STARTUP_STARTS || bench.startups.baseline.length < STARTUP_STARTS) {
-  for (const kind of ['project', 'baseline'] as const) {
-    if (bench.startups[kind].length < STARTUP_STARTS) await (await bench.start(kind)).stop()
+if (wanted('flood')) sections.push(await runFlood(bench))
+if (wanted('scaling')) sections.push(await runScaling(bench))
+if (wanted('stores')) sections.push(await runStores(bench, scenarios))
+if (wanted('startup')) {
+  // Every start above counts; both servers are started in turn until each has 9.
+  while (Math.min(bench.startups.service.length, bench.startups.baseline.length) < 9) {
+    for (const kind of ['service', 'baseline'] as const) await (await bench.start(kind)).stop()
   }
-}
-const project = startupStats(bench.startups.project)
-// Milliseconds, at most, for the median start of the service.
-const startupTarget = 400
-
-const report: BenchReport = {
-  generatedAt: new Date().toISOString(),
-  mode: options.quick ? 'quick' : 'full',
-  machine: machineInfo(),
-  loadAverageAtStart: loadAverageAtStart.map((l) => Math.round(l * 100) / 100),
-  settings: {
-    pinned,
-    starts: mode.starts,
-    floorStarts: mode.floorStarts,
-    rounds: mode.rounds,
-    secondsPerRun: mode.duration,
-    warmupSeconds: mode.warmup,
-    leadInSeconds: mode.leadIn,
-    connections: mode.connections,
-    loginRequestsPerRun: mode.loginAmount,
-    projectLogLevel: options.logLevel,
-    catsMax: CATS_MAX,
-    remeasuredBusyRuns: bench.remeasured(),
-    scalingPrefillBudgetSeconds: mode.prefillBudget,
-    totalSeconds: Math.round((Date.now() - started) / 1000)
-  },
-  scenarios: results,
-  login,
-  flood,
-  scaling,
-  stores,
-  floors,
-  startup: { project, baseline: startupStats(bench.startups.baseline), target: startupTarget, pass: project.median <= startupTarget }
+  const row = (kind: 'service' | 'baseline', target: string): string[] => {
+    const times = bench.startups[kind]
+    return [kind, String(times.length), median(times).toFixed(0), Math.min(...times).toFixed(0), Math.max(...times).toFixed(0), target]
+  }
+  sections.push('### Start-up: spawn to the first answer to GET /cats/0, ms\n\n' + table(['Server', 'starts', 'median', 'min', 'max', 'Target'],
+    [row('service', `median ≤ 400 ${verdict(median(bench.startups.service) <= 400)}`), row('baseline', '—')]))
 }
 
-const tables = markdown(report) + (stores === undefined ? '' : `\n${storesMarkdown(stores)}\n`)
-process.stdout.write(tables)
-if (only === undefined && !options.profile) {
-  log(writeResults(root, report, tables))
-} else {
-  log('--only or --profile: results not written')
-}
+const cpus = os.cpus()
+const report = `Run ${new Date().toISOString()} of ${describeCommit(root)}, ` +
+  `${quick ? 'quick' : 'full'}, ${Math.round((Date.now() - started) / 1000)} s: ${cpus[0]?.model ?? 'unknown CPU'} × ${cpus.length}, ` +
+  `Node ${process.version}; ${pinned ? 'server on CPU 0, load on CPU 1' : 'not pinned'}; ${mode.starts} starts, runs of ` +
+  `${mode.seconds} s after ${mode.warmup} s of warm-up; load average at start ${loadAverage.toFixed(2)}.\n\n${sections.join('\n\n')}\n`
+process.stdout.write(report)
+mkdirSync(join(root, 'bench', 'results'), { recursive: true })
+writeFileSync(join(root, 'bench', 'results', 'latest.md'), report)

@@ -1,32 +1,25 @@
-/**
- * The requests the benchmark sends: the throughput scenarios run on the
- * project and the baseline alike, the login scenario, and the requests the
- * other groups build on (a valid token's GET /profile, the login, one per id).
- */
+/** The requests the bench sends, the same to the service and the baseline, and each scenario's target. */
 import { randomBytes, randomUUID } from 'node:crypto'
 import { createSigner } from 'fast-jwt'
-import { createCat, JSON_HEADERS, type LoadRequest, type LoadSettings, type Workload } from './load.js'
+import { createCat, JSON_HEADERS, type LoadRequest } from './load.js'
 
 export interface Scenario {
   id: string
   title: string
-  /** Highest allowed CPU-per-request ratio, project / baseline; undefined for none. */
-  target: number | undefined
-  /** Cats created before the warm-up. */
+  /** The most server CPU per request the service may use, as a multiple of the baseline's; undefined: no target. */
+  target?: number
+  /** Cats created first. */
   cats: number
-  /** Tokens logged out before the warm-up, so that the denylist holds this many entries. */
+  /** Tokens logged out first, so that the denylist holds that many. */
   revoked?: number
-  /** A fresh workload per server (paths rotate independently). */
-  workload: () => Workload
-  settings: Partial<LoadSettings>
+  /** What each connection cycles through; built afresh per server, as a token lives an hour and a full run longer. */
+  requests: () => LoadRequest[]
+  connections?: number
+  /** A run of exactly this many requests rather than of seconds (the login, bound by scrypt). */
+  amount?: number
 }
 
-function scenario (id: string, title: string, target: number | undefined, cats: number,
-  workload: () => Workload, settings: Partial<LoadSettings> = {}, revoked?: number): Scenario {
-  return { id, title, target, cats, workload, settings, ...(revoked !== undefined && { revoked }) }
-}
-
-/** A token for the demo user john, valid for an hour, as the service issues it when signed with its secret. */
+/** A token of the demo user john for an hour, as the service signs it with `key`. */
 export const signToken = (key: string): string =>
   createSigner({ key, algorithm: 'HS256', expiresIn: 3_600_000 })({ sub: 1, username: 'john', jti: randomUUID(), sid: randomUUID() })
 
@@ -36,54 +29,42 @@ export const loginRequest: LoadRequest = {
   method: 'POST', path: '/auth/login', headers: JSON_HEADERS, body: JSON.stringify({ username: 'john', password: 'changeme' })
 }
 
-/** One request per id: 1..n in turn, or `count` ids drawn uniformly from 1..n. */
+/** One request per id: `count` ids drawn at random from 1..n, or 1..n in turn. */
 export function perId (template: Omit<LoadRequest, 'path'>, n: number, count?: number): LoadRequest[] {
-  const ids = count === undefined
-    ? Array.from({ length: n }, (_, index) => index + 1)
-    : Array.from({ length: count }, () => 1 + Math.floor(Math.random() * n))
+  const ids = Array.from({ length: count ?? n }, (_, index) => count === undefined ? index + 1 : 1 + Math.floor(Math.random() * n))
   return ids.map((id) => ({ ...template, path: `/cats/${id}` }))
 }
 
-const updateBody = JSON.stringify({ age: 4, name: 'Felix' })
-
 /** The CPU ratio the service may reach on the routes a client calls most. */
-const ROUTE_TARGET = 1.10
+const ROUTE = 1.10
+/** GET /cats: the service serializes with a compiled schema, the baseline with JSON.stringify. */
+const LIST = 0.8
 
-/** DELETE /cats/1, POST, DELETE /cats/2, POST, …: each pair removes a cat and adds one, so the collection keeps its size. */
-function deleteCreatePairs (n: number): LoadRequest[] {
-  return Array.from({ length: n }, (_, index) => [{ method: 'DELETE', path: `/cats/${index + 1}` }, createCat]).flat()
-}
-
-/**
- * The scenarios with a CPU target, in the order they run; `secret` is the servers' JWT secret. Each workload signs
- * its token afresh: a token lives an hour, and a full run takes longer.
- */
-export function throughputScenarios (secret: string): Scenario[] {
-  // Well-formed, but signed with another secret: the 401 path after the signature check.
+/** The scenarios of the main comparison and of the instruction counts; `secret` is the servers' JWT secret. */
+export function scenarios (secret: string): Scenario[] {
+  // Well-formed but signed with another secret: the 401 after the signature check.
   const otherSecret = randomBytes(32).toString('hex')
-  const validProfile = (): Workload => ({ requests: [profileRequest(signToken(secret))] })
+  const profile = (): LoadRequest[] => [profileRequest(signToken(secret))]
+  const list = (): LoadRequest[] => [{ method: 'GET', path: '/cats' }]
+  // DELETE /cats/1, POST, DELETE /cats/2, POST, …: each pair removes a cat and adds one.
+  const pairs = Array.from({ length: 2_000 }, (_, index) => [{ method: 'DELETE', path: `/cats/${index + 1}` }, createCat]).flat()
   return [
-    scenario('profile', 'GET /profile', ROUTE_TARGET, 0, validProfile),
-    scenario('profile-revoked', 'GET /profile, 10,000 tokens logged out', ROUTE_TARGET, 0, validProfile, {}, 10_000),
-    scenario('profile-bad-token', 'GET /profile, bad token (401)', ROUTE_TARGET, 0,
-      () => ({ requests: [profileRequest(signToken(otherSecret))] })),
-    scenario('cat-read', 'GET /cats/:id (1,000 cats)', ROUTE_TARGET, 1_000, () => ({ requests: perId({ method: 'GET' }, 1_000) })),
-    scenario('cats-list', 'GET /cats (100 cats)', 0.8, 100, () => ({ requests: [{ method: 'GET', path: '/cats' }] })),
-    scenario('cats-list-10k', 'GET /cats (10,000 cats)', 0.8, 10_000,
-      () => ({ requests: [{ method: 'GET', path: '/cats' }] }), { connections: 10 }),
-    scenario('cat-create', 'POST /cats', ROUTE_TARGET, 0, () => ({ requests: [createCat] })),
-    scenario('cat-update', 'PUT /cats/:id, random ids (1,000 cats)', ROUTE_TARGET, 1_000,
-      () => ({ requests: perId({ method: 'PUT', headers: JSON_HEADERS, body: updateBody }, 1_000, 1_000) })),
-    scenario('cat-delete-create', 'DELETE /cats/:id + POST /cats pairs (1,000 cats)', ROUTE_TARGET, 1_000,
-      () => ({ requests: deleteCreatePairs(2_000) }))
+    { id: 'profile', title: 'GET /profile', target: ROUTE, cats: 0, requests: profile },
+    { id: 'profile-revoked', title: 'GET /profile, 10,000 tokens logged out', target: ROUTE, cats: 0, revoked: 10_000, requests: profile },
+    { id: 'profile-bad-token', title: 'GET /profile, bad token (401)', target: ROUTE, cats: 0, requests: () => [profileRequest(signToken(otherSecret))] },
+    { id: 'cat-read', title: 'GET /cats/:id (1,000 cats)', target: ROUTE, cats: 1_000, requests: () => perId({ method: 'GET' }, 1_000) },
+    { id: 'cats-list', title: 'GET /cats (100 cats)', target: LIST, cats: 100, requests: list },
+    { id: 'cats-list-10k', title: 'GET /cats (10,000 cats)', target: LIST, cats: 10_000, requests: list, connections: 10 },
+    { id: 'cat-create', title: 'POST /cats', target: ROUTE, cats: 0, requests: () => [createCat] },
+    {
+      id: 'cat-update',
+      title: 'PUT /cats/:id, random ids (1,000 cats)',
+      target: ROUTE,
+      cats: 1_000,
+      requests: () => perId({ method: 'PUT', headers: JSON_HEADERS, body: JSON.stringify({ age: 4, name: 'Felix' }) }, 1_000, 1_000)
+    },
+    { id: 'cat-delete-create', title: 'DELETE /cats/:id + POST /cats pairs (1,000 cats)', target: ROUTE, cats: 1_000, requests: () => pairs },
+    // Bound by scrypt (about 0.3 s of CPU per hash) by design: a fixed number of logins, each counted.
+    { id: 'login', title: 'POST /auth/login', cats: 0, requests: () => [loginRequest], connections: 2, amount: 12 }
   ]
-}
-
-// Bound by scrypt (about 0.3 s of CPU per hash here): a fixed number of logins, all completed.
-export const loginScenario = scenario('login', 'POST /auth/login', undefined, 0, () => ({ requests: [loginRequest] }), { connections: 2 })
-
-export function findScenario (scenarios: Scenario[], id: string): Scenario {
-  const found = scenarios.find((s) => s.id === id)
-  if (found === undefined) throw new Error(`no ${id} scenario`)
-  return found
 }

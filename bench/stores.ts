@@ -1,106 +1,25 @@
 /**
- * The stores side by side: the same compiled service three times, its cats in
- * memory (no DATABASE_URL), in PostgreSQL (a fresh schema per scenario) and in
- * PGlite (a fresh directory per scenario), interleaved round by round. The
- * database stores are reported as ratios to memory; GET and PUT of one cat have
- * a target for PostgreSQL.
+ * The stores side by side: the compiled service three times, its cats in memory, in PostgreSQL (a fresh schema
+ * per scenario, at BENCH_DATABASE_URL) and in PGlite (a fresh directory), measured in interleaved rounds.
+ * Target: PostgreSQL's server CPU per request at most 2 × memory's on GET and PUT /cats/:id. PostgreSQL's own CPU
+ * is spent in its backends, not in the server: it is reported apart, when they are processes of this machine.
  */
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
-import { prefill, type LoadSettings, type Measurement, type Workload } from './load.js'
-import { memory, postgresCpuSeconds } from './proc.js'
-import { median, summarize, table, type SideSummary } from './report.js'
-import type { RunningServer } from './servers.js'
+import { int, median, summarize, table, verdict, type Bench } from './harness.js'
+import { measure, prefill, type Measurement } from './load.js'
+import type { Scenario } from './scenarios.js'
+import { cpuSeconds, type RunningServer } from './servers.js'
 
-/**
- * The scenarios of run.ts that this group repeats on every store, with their target: the most server CPU per
- * request PostgreSQL may cost, as a multiple of memory's (undefined: none).
- */
-export const STORE_SCENARIOS: Record<string, number | undefined> = {
-  'cat-read': 2,
-  'cats-list': undefined,
-  'cat-create': undefined,
-  'cat-update': 2
-}
+const TARGETS: Record<string, number | undefined> = { 'cat-read': 2, 'cats-list': undefined, 'cat-create': undefined, 'cat-update': 2 }
+const STORES = ['memory', 'postgres', 'pglite'] as const
 
-export const DEFAULT_DATABASE_URL = 'postgres://root@127.0.0.1:5432/test'
-
-const DATABASE_STORES = ['postgres', 'pglite'] as const
-type DatabaseStore = typeof DATABASE_STORES[number]
-type StoreName = 'memory' | DatabaseStore
-
-export interface StoreScenario {
-  id: string
-  title: string
-  /** Cats created before the warm-up. */
-  cats: number
-  workload: () => Workload
-  settings: Partial<LoadSettings>
-}
-
-export interface StoresContext {
-  databaseUrl: string
-  scenarios: StoreScenario[]
-  rounds: number
-  /** Seconds of warm-up right before a store's run of this round (1 for the first). */
-  warmupBefore: (round: number) => number
-  /** Seconds of each measured run. */
-  duration: number
-  settings: (scenario: StoreScenario, seconds: number) => LoadSettings
-  /** Starts the project server with these extra env variables. */
-  start: (env: Record<string, string>) => Promise<RunningServer>
-  measure: (server: RunningServer, workload: Workload, settings: LoadSettings, attempts?: number) => Promise<Measurement>
-  log: (message: string) => void
-}
-
-export interface StoreSide extends SideSummary {
-  /**
-   * CPU of the PostgreSQL backends that served the service, µs per request (median of the rounds); undefined
-   * where there are none (memory, PGlite: its database runs inside the server) or they are not processes of this
-   * machine.
-   */
-  databaseCpuMicrosPerRequest: number | undefined
-  /** CPU of all other processes per request, µs (median of the rounds): the database's included, and noise. */
-  otherCpuMicrosPerRequest: number
-}
-
-/** A database store / memory. */
-export interface StoreRatios { reqPerSec: number, cpuPerRequest: number, latencyP99: number }
-
-export interface StoreScenarioResult {
-  id: string
-  title: string
-  /** Highest allowed server CPU ratio of PostgreSQL to memory; undefined: none. */
-  target: number | undefined
-  memory: StoreSide
-  postgres: StoreSide
-  pglite: StoreSide
-  ratios: Record<DatabaseStore, StoreRatios>
-  /** Whether PostgreSQL met the target; undefined without one. */
-  pass: boolean | undefined
-}
-
-export type StoresResult =
-  | { skipped: false, database: string, scenarios: StoreScenarioResult[] }
-  | { skipped: true, database: string, reason: string }
-
-/** The URL without its password, for the report. */
-function redact (url: string): string {
-  try {
-    const parsed = new URL(url)
-    if (parsed.password !== '') parsed.password = '***'
-    return parsed.toString()
-  } catch {
-    return '(unparsable URL)'
-  }
-}
-
-/** One short-lived connection (not the service's pool): SELECT 1, schema DDL, the backends of the service. */
+/** One short-lived connection, apart from the service's pool. */
 async function sql (url: string, statement: string, params: unknown[] = []): Promise<Array<Record<string, unknown>>> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000, query_timeout: 30_000 })
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 })
   client.on('error', () => {})
   try {
     await client.connect()
@@ -110,155 +29,68 @@ async function sql (url: string, statement: string, params: unknown[] = []): Pro
   }
 }
 
-/** DATABASE_URL for the service: the same database, with search_path set to `schema` by the startup options. */
-export function withSchema (url: string, schema: string): string {
-  const options = `options=${encodeURIComponent(`-c search_path=${schema}`)}`
-  return `${url}${url.includes('?') ? '&' : '?'}${options}`
+/** CPU seconds so far of the backends serving the connections named `schema` (the service's pool), if local. */
+async function databaseCpu (url: string, schema: string): Promise<number> {
+  const rows = await sql(url, 'SELECT pid FROM pg_stat_activity WHERE application_name = $1', [schema])
+  return rows.map(({ pid }) => Number(pid)).reduce((total, pid) => {
+    try {
+      return total + (readFileSync(`/proc/${pid}/comm`, 'utf8') === 'postgres\n' ? cpuSeconds(pid) : 0)
+    } catch {
+      return total // In another PID namespace or on another machine.
+    }
+  }, 0)
 }
 
-/** CPU seconds used so far by each backend of the connections named `applicationName` (the service's pool). */
-async function backendsCpuSeconds (url: string, applicationName: string): Promise<Map<number, number> | undefined> {
-  const rows = await sql(url, 'SELECT pid FROM pg_stat_activity WHERE application_name = $1', [applicationName])
-  return postgresCpuSeconds(rows.map((row) => Number(row.pid)))
-}
-
-/**
- * The CPU the backends used between two readings: a backend that began meanwhile counts from zero. One that ended
- * meanwhile is missed, but the pool keeps its connections while the load runs.
- */
-function backendsCpuBetween (before: Map<number, number> | undefined, after: Map<number, number> | undefined): number | undefined {
-  if (before === undefined || after === undefined || after.size === 0) return undefined
-  let total = 0
-  for (const [pid, seconds] of after) total += seconds - (before.get(pid) ?? 0)
-  return total
-}
-
-const ratio = (a: number, b: number): number => (b === 0 ? 0 : a / b)
-const perRequest = (cpuSeconds: number, m: Measurement): number => m.requests > 0 ? cpuSeconds / m.requests * 1e6 : 0
-
-interface Sample {
-  measurement: Measurement
-  /** CPU seconds of the database's backends during the run. */
-  databaseCpu: number | undefined
-}
-
-function side (samples: Sample[], peakRss: number): StoreSide {
-  const measurements = samples.map((sample) => sample.measurement)
-  const database = samples.map((sample) => sample.databaseCpu === undefined ? undefined : perRequest(sample.databaseCpu, sample.measurement))
-  return {
-    ...summarize(measurements, peakRss),
-    databaseCpuMicrosPerRequest: database.every((value) => value !== undefined) && database.length > 0 ? median(database) : undefined,
-    otherCpuMicrosPerRequest: median(measurements.map((m) => perRequest(m.otherLoad * m.seconds, m)))
-  }
-}
-
-const ratiosOf = (store: StoreSide, reference: StoreSide): StoreRatios => ({
-  reqPerSec: ratio(store.reqPerSec, reference.reqPerSec),
-  cpuPerRequest: ratio(store.cpuMicrosPerRequest, reference.cpuMicrosPerRequest),
-  latencyP99: ratio(store.latencyP99, reference.latencyP99)
-})
-
-async function runScenario (context: StoresContext, scenario: StoreScenario): Promise<StoreScenarioResult> {
+async function runScenario (bench: Bench, databaseUrl: string, scenario: Scenario): Promise<string[][]> {
   const schema = `bench_${randomBytes(6).toString('hex')}`
   const pgliteDir = mkdtempSync(join(os.tmpdir(), 'cats-bench-pglite-'))
-  await sql(context.databaseUrl, `CREATE SCHEMA ${schema}`)
-  const databaseUrl = `${withSchema(context.databaseUrl, schema)}&application_name=${schema}`
-  const names: StoreName[] = ['memory', 'postgres', 'pglite']
+  await sql(databaseUrl, `CREATE SCHEMA ${schema}`)
+  const options = `options=${encodeURIComponent(`-c search_path=${schema}`)}&application_name=${schema}`
+  const urls = [undefined, `${databaseUrl}${databaseUrl.includes('?') ? '&' : '?'}${options}`, `pglite://${pgliteDir}`]
   const servers: RunningServer[] = []
   try {
-    // The service creates its tables at start-up (migrations).
-    servers.push(await context.start({}))
-    servers.push(await context.start({ DATABASE_URL: databaseUrl }))
-    servers.push(await context.start({ DATABASE_URL: `pglite://${pgliteDir}` }))
-    const workloads = servers.map(() => scenario.workload())
-    for (const [index, server] of servers.entries()) {
-      const filled = await prefill(server.url, scenario.cats)
-      if (filled.cats !== scenario.cats) throw new Error(`${names[index]}: prefill created ${filled.cats} of ${scenario.cats} cats`)
-    }
-    const samples: Sample[][] = servers.map(() => [])
-    for (let round = 1; round <= context.rounds; round++) {
-      for (const [index, server] of servers.entries()) {
-        // Right before each run, so that no store is measured after idling while the others ran.
-        await context.measure(server, scenario.workload(), context.settings(scenario, context.warmupBefore(round)), 1)
-        const postgres = names[index] === 'postgres'
-        const before = postgres ? await backendsCpuSeconds(context.databaseUrl, schema) : undefined
-        // PostgreSQL's own CPU counts as "other processes": measuring again would not make it go away.
-        const measurement = await context.measure(server, workloads[index], context.settings(scenario, context.duration), postgres ? 1 : undefined)
-        const after = postgres ? await backendsCpuSeconds(context.databaseUrl, schema) : undefined
-        const databaseCpu = backendsCpuBetween(before, after)
-        samples[index].push({ measurement, databaseCpu })
-        context.log(`[stores ${scenario.id}] round ${round} ${names[index]}: ${Math.round(measurement.reqPerSec)} req/s, ` +
-          `${measurement.cpuMicrosPerRequest.toFixed(1)} µs CPU/req, p99 ${measurement.latencyP99} ms, ` +
-          `${databaseCpu === undefined ? '' : `database ${perRequest(databaseCpu, measurement).toFixed(1)} µs CPU/req, `}` +
-          `others ${measurement.otherLoad.toFixed(2)} CPU${measurement.non2xx > 0 ? `, non-2xx ${measurement.non2xx}` : ''}`)
+    for (const url of urls) servers.push(await bench.start('service', url === undefined ? {} : { DATABASE_URL: url }))
+    for (const server of servers) await prefill(server.url, scenario.cats)
+    const runs: Measurement[][] = servers.map(() => [])
+    const database: number[] = []
+    for (let round = 0; round < bench.mode.starts; round++) {
+      for (const [index, { pid, url }] of servers.entries()) {
+        const { connections } = scenario
+        await measure(pid, url, scenario.requests(), { connections, seconds: round === 0 ? bench.mode.warmup : bench.mode.leadIn })
+        const before = index === 1 ? await databaseCpu(databaseUrl, schema) : 0
+        const run = await measure(pid, url, scenario.requests(), { connections, seconds: bench.mode.seconds })
+        runs[index].push(run)
+        if (index === 1) database.push((await databaseCpu(databaseUrl, schema) - before) / run.responses * 1e6)
+        bench.log(`[stores ${scenario.id}] round ${round + 1} ${STORES[index]}: ${int(run.reqPerSec)} req/s, ${run.cpuMicros.toFixed(1)} µs CPU/req`)
       }
     }
-    const [memorySide, postgresSide, pgliteSide] = servers.map((server, index) => side(samples[index], memory(server.pid).peakRss))
-    const ratios = { postgres: ratiosOf(postgresSide, memorySide), pglite: ratiosOf(pgliteSide, memorySide) }
-    const target = STORE_SCENARIOS[scenario.id]
-    context.log(`[stores ${scenario.id}] server CPU / memory: postgres ${ratios.postgres.cpuPerRequest.toFixed(2)}` +
-      `${target === undefined ? '' : ` (target ≤ ${target})`}, pglite ${ratios.pglite.cpuPerRequest.toFixed(2)}`)
-    return {
-      id: scenario.id,
-      title: scenario.title,
-      target,
-      memory: memorySide,
-      postgres: postgresSide,
-      pglite: pgliteSide,
-      ratios,
-      pass: target === undefined ? undefined : ratios.postgres.cpuPerRequest <= target
-    }
+    const sides = runs.map(summarize)
+    const target = TARGETS[scenario.id]
+    return sides.map((side, index) => {
+      const ratio = side.cpuMicros / sides[0].cpuMicros
+      return [index === 0 ? scenario.title : '', STORES[index], int(side.reqPerSec), String(side.p99), String(side.non2xx),
+        side.cpuMicros.toFixed(1), index === 0 ? '' : ratio.toFixed(2),
+        index === 0 ? '—' : index === 1 ? median(database).toFixed(1) : 'in server CPU',
+        index === 1 && target !== undefined ? `≤ ${target} ${verdict(ratio <= target)}` : '']
+    })
   } finally {
     for (const server of servers) await server.stop()
-    await sql(context.databaseUrl, `DROP SCHEMA IF EXISTS ${schema} CASCADE`)
+    await sql(databaseUrl, `DROP SCHEMA IF EXISTS ${schema} CASCADE`)
     rmSync(pgliteDir, { recursive: true, force: true })
   }
 }
 
-/** Runs the group, or reports it skipped when PostgreSQL does not answer SELECT 1. */
-export async function runStores (context: StoresContext): Promise<StoresResult> {
-  const database = redact(context.databaseUrl)
+export async function runStores (bench: Bench, scenarios: Scenario[]): Promise<string> {
+  const databaseUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/test'
+  const heading = '### Memory, PostgreSQL and PGlite stores (server CPU ratio = store / memory)'
   try {
-    await sql(context.databaseUrl, 'SELECT 1')
+    await sql(databaseUrl, 'SELECT 1')
   } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error)
-    context.log(`Store comparison skipped: PostgreSQL not reachable at ${database} (${reason})`)
-    return { skipped: true, database, reason }
+    bench.log(`[stores] skipped: PostgreSQL did not answer at BENCH_DATABASE_URL (${String(error)})`)
+    return `${heading}\n\nSkipped: PostgreSQL did not answer at BENCH_DATABASE_URL.`
   }
-  const scenarios: StoreScenarioResult[] = []
-  for (const scenario of context.scenarios) scenarios.push(await runScenario(context, scenario))
-  return { skipped: false, database, scenarios }
-}
-
-const int = (n: number): string => Math.round(n).toLocaleString('en-US')
-const micros = (n: number | undefined): string => n === undefined ? '—' : n.toFixed(1)
-
-/** The group's section of the report. */
-export function storesMarkdown (result: StoresResult): string {
-  const heading = '### Memory, PostgreSQL and PGlite stores'
-  if (result.skipped) {
-    return `${heading}\n\nStore comparison skipped: PostgreSQL not reachable at ${result.database} (${result.reason}).`
-  }
-  const rows = result.scenarios.flatMap((s) => (['memory', ...DATABASE_STORES] as const).map((name) => {
-    const store = s[name]
-    const ratios = name === 'memory' ? undefined : s.ratios[name]
-    const target = name === 'postgres' && s.target !== undefined ? `≤ ${s.target}: ${s.pass === true ? 'pass' : 'FAIL'}` : ''
-    return [
-      name === 'memory' ? s.title : '', name,
-      int(store.reqPerSec), ratios === undefined ? '' : ratios.reqPerSec.toFixed(2),
-      `${store.latencyP50} / ${store.latencyP99}`, int(store.non2xx),
-      micros(store.cpuMicrosPerRequest), ratios === undefined ? '' : ratios.cpuPerRequest.toFixed(2), target,
-      name === 'pglite' ? 'in server CPU' : micros(store.databaseCpuMicrosPerRequest), micros(store.otherCpuMicrosPerRequest)
-    ]
-  }))
-  return `${heading}\n\n` +
-    `The same compiled service, its cats in memory, in PostgreSQL (${result.database}, a fresh schema per scenario) or in ` +
-    'PGlite (a fresh directory per scenario, fsync on); ratios = store / memory, medians of the rounds. ' +
-    'Server CPU is the service process only. PostgreSQL runs in other processes: its CPU is the database CPU column ' +
-    '(the backends of the service\'s connections), not the server CPU, while req/s and latency include the round trips. ' +
-    'PGlite runs inside the service, so its server CPU includes the database. Other CPU is what every other process ' +
-    'of the machine used per request: the database\'s included, and whatever else ran. Target: PostgreSQL\'s server CPU ' +
-    'ratio, where given.\n\n' +
-    table(['Scenario', 'store', 'req/s', 'req/s ratio', 'p50 / p99 ms', 'non-2xx', 'server CPU µs/req', 'server CPU ratio',
-      'target', 'database CPU µs/req', 'other CPU µs/req'], rows)
+  const rows: string[][] = []
+  for (const scenario of scenarios.filter((s) => s.id in TARGETS)) rows.push(...await runScenario(bench, databaseUrl, scenario))
+  return `${heading}\n\n` + table(['Scenario', 'store', 'req/s', 'p99 ms', 'non-2xx', 'server CPU µs/req', 'ratio',
+    'database CPU µs/req (0: not local)', 'Target'], rows)
 }
