@@ -6,20 +6,20 @@ import {
   CatIdParams, CatReply, CreateCatBody, CreateCatHeaders, DeleteReply, JSON_CONTENT_TYPE, JsonText, ListCatsQuery, StoredCat, StoredCatList,
   TEXT_CONTENT_TYPE, UpdateCatBody, catOrNothing
 } from '../../src/cats/schemas.js'
-import { LIST_CHUNK, decodeCursor, encodeCursor, wholeListJson } from '../../src/cats/list-paging.js'
+import { LIST_CHUNK, WholeLists, decodeCursor, encodeCursor } from '../../src/cats/list-paging.js'
 import { BEARER_SECURITY, INTEGER_TEXT_PATTERN, NO_SECURITY, ref } from '../../src/http/schemas.js'
 import {
-  badRequest, catTooLarge, bodyTooLarge, idempotencyKeyInUse, idempotencyKeyReused, insufficientStorage, storeUnavailable, unauthorized,
+  badRequest, catTooLarge, bodyTooLarge, idempotencyKeyInUse, idempotencyKeyReused, insufficientStorage, listUnavailable, storeUnavailable, unauthorized,
   unsupportedMediaType
 } from '../../src/http/error-responses.js'
-import { LowMemory } from '../../src/http/errors.js'
+import { LowMemory, TooManyLists } from '../../src/http/errors.js'
 import { invalidRequest } from '../../src/http/validation-issues.js'
 import { writesAllowed } from '../../src/cats/memory-guard.js'
 import { findMergeProblems } from '../../src/cats/merge-safety.js'
 import { mapMaybePromise } from '../../src/maybe-promise.js'
 
 const cats: FastifyPluginAsyncTypebox = async (fastify) => {
-  const { CATS_AUTH, WRITE_HEAP_RATIO } = fastify.config
+  const { CATS_AUTH, WRITE_HEAP_RATIO, LIST_STREAMS_MAX, LIST_WRITE_TIMEOUT_MS } = fastify.config
   // Public by default; CATS_AUTH=required puts the token guard on every route here.
   const guarded = CATS_AUTH === 'required'
   const guard = guarded ? { onRequest: fastify.authenticate } : {}
@@ -39,6 +39,8 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
   const assertMemoryForWrites = (): void => {
     if (!canWrite()) throw new LowMemory()
   }
+
+  const wholeLists = new WholeLists(fastify.catsStore, { maxStreams: LIST_STREAMS_MAX, writeTimeoutMs: LIST_WRITE_TIMEOUT_MS })
 
   fastify.post('', {
     ...guard,
@@ -86,19 +88,25 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
       tags: ['cats'],
       operationId: 'listCats',
       summary: 'List the cats in creation order: all of them, or a page with limit and after',
+      description: `Without a query, the whole list, streamed: at most ${LIST_STREAMS_MAX} whole lists stream at once (503 with Retry-After past it), ` +
+        `and one whose reader takes nothing for ${LIST_WRITE_TIMEOUT_MS} ms is cut off.`,
       ...security,
       querystring: ListCatsQuery,
       response: {
         200: JsonText(StoredCatList),
         400: badRequest('limit is not an integer from 1 to 1000, or after is not a cursor from a Link header', 'querystring.limit', 'must be <= 1000'),
         ...authErrors,
-        503: storeUnavailable
+        503: listUnavailable
       }
     }
   }, async (request, reply) => {
     const { limit, after } = request.query
     reply.type(JSON_CONTENT_TYPE)
-    if (limit === undefined && after === undefined) return wholeListJson(fastify.catsStore)
+    if (limit === undefined && after === undefined) {
+      const list = await wholeLists.json(reply.raw)
+      if (list === undefined) throw new TooManyLists()
+      return list
+    }
     const position = after === undefined ? 0 : decodeCursor(after)
     if (position === undefined) throw invalidRequest('querystring', [{ instancePath: '/after', message: 'is not a cursor from a Link header' }])
     const pageSize = limit ?? LIST_CHUNK

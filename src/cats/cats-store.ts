@@ -51,8 +51,10 @@ export interface CatsStore {
   /**
    * Up to `limit` cats created after the cat at `after` (0: from the first), in creation order, as the
    * JSON text stored. Positions only grow, so paging by the last position neither skips nor repeats a cat.
+   * With `maxBytes`, the page stops before the cat that would take its text (commas included) past that
+   * many UTF-8 bytes, but holds at least one cat when any follows.
    */
-  page: (after: number, limit: number) => MaybePromise<CatsPage>
+  page: (after: number, limit: number, maxBytes?: number) => MaybePromise<CatsPage>
   find: (id: number) => MaybePromise<StoredCat | undefined>
   /** The same cat as JSON text, as stored. */
   findJson: (id: number) => MaybePromise<string | undefined>

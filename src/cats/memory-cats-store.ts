@@ -60,14 +60,18 @@ export class MemoryCatsStore implements CatsStore {
     return cats
   }
 
-  page (after: number, limit: number): CatsPage {
+  page (after: number, limit: number, maxBytes = Number.POSITIVE_INFINITY): CatsPage {
     const order = this.#inCreationOrder
     const texts: string[] = []
     let last = after
+    // The page's bytes so far, the commas between its texts included.
+    let bytes = -1
     let index = this.#firstIndexAfter(after)
     for (; index < order.length && texts.length < limit; index++) {
       const entry = order[index]
       if (entry.removed) continue
+      bytes += Buffer.byteLength(entry.json) + 1
+      if (bytes > maxBytes && texts.length > 0) break
       texts.push(entry.json)
       last = entry.position
     }

@@ -36,9 +36,17 @@ interface PageRow extends Record<string, unknown> {
   more: boolean
 }
 
+/**
+ * Up to $2 cats after the position $1; with $3, only those whose texts and commas fit in $3 bytes (the first cat
+ * always). The page is cut in the database, so the service never receives more than that.
+ */
 const PAGE = `
-WITH page AS (SELECT seq, data FROM cats WHERE seq > $1::bigint ORDER BY seq LIMIT $2)
-SELECT coalesce(string_agg(data::text, ',' ORDER BY seq), '') AS items,
+WITH following AS (SELECT seq, data::text AS json FROM cats WHERE seq > $1::bigint ORDER BY seq LIMIT $2),
+sized AS (
+  SELECT seq, json, row_number() OVER (ORDER BY seq) AS place, sum(octet_length(json) + 1) OVER (ORDER BY seq) - 1 AS bytes FROM following
+),
+page AS (SELECT seq, json FROM sized WHERE place = 1 OR $3::bigint IS NULL OR bytes <= $3::bigint)
+SELECT coalesce(string_agg(json, ',' ORDER BY seq), '') AS items,
   coalesce(max(seq), $1::bigint)::text AS last,
   EXISTS (SELECT 1 FROM cats WHERE seq > (SELECT coalesce(max(seq), $1::bigint) FROM page)) AS more
 FROM page`
@@ -180,10 +188,10 @@ export class SqlCatsStore implements CatsStore {
     return this.#guard(async () => (await this.#client.query<DataRow>('SELECT data FROM cats ORDER BY seq')).map((row) => row.data))
   }
 
-  async page (after: number, limit: number): Promise<CatsPage> {
+  async page (after: number, limit: number, maxBytes?: number): Promise<CatsPage> {
     return this.#guard(async () => {
       // data::text is the JSON exactly as written, so no parse and re-serialize; seq > $1 walks the primary key.
-      const [row] = await this.#client.query<PageRow>(PAGE, [after, limit])
+      const [row] = await this.#client.query<PageRow>(PAGE, [after, limit, maxBytes ?? null])
       return { items: row.items, last: Number(row.last), more: row.more }
     })
   }

@@ -224,6 +224,22 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
     t.strictSame(JSON.parse(`[${page.items}]`).map((stored: StoredCat) => stored.name), ['A', 'B'])
   })
 
+  t.test('page with maxBytes stops before the cat that would take its text past that many UTF-8 bytes, but holds one cat', async (t) => {
+    const store = await openStore(t)
+    for (const name of ['A', 'é'.repeat(20), 'C', 'D']) await store.create(cat(name))
+    const texts = (await store.list()).map((stored) => JSON.stringify(stored))
+    const bytes = (count: number): number => Buffer.byteLength(texts.slice(0, count).join(','))
+    const exact = await store.page(0, 10, bytes(2))
+    t.equal(exact.items, texts.slice(0, 2).join(','), 'two cats fit exactly, the comma between them counted')
+    t.equal(exact.more, true)
+    const short = await store.page(0, 10, bytes(2) - 1)
+    t.equal(short.items, texts[0], 'one byte short of the second cat: the page ends before it (é is two bytes)')
+    const next = await store.page(short.last, 10, 1)
+    t.equal(next.items, texts[1], 'a cat larger than maxBytes is a page of its own')
+    t.equal((await store.page(0, 3, 1_000_000)).items, texts.slice(0, 3).join(','), 'limit still counts cats')
+    t.strictSame(await store.page(0, 10, 1_000_000), await store.page(0, 10), 'a bound that is never reached changes nothing')
+  })
+
   t.test('createOnce: the first request creates, a repeat replays the JSON as created and creates nothing', async (t) => {
     const store = await openStore(t)
     const request: IdempotentRequest = { scope: '', key: 'k-1', fingerprint: 'f' }

@@ -1,0 +1,185 @@
+import { spawn } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { request } from 'node:http'
+import { connect, type Socket } from 'node:net'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import type { Test } from 'tap'
+import { TEST_SECRET } from './app.js'
+import { baseEnv } from './server.js'
+
+/**
+ * The built service (dist/src, as `npm run build` leaves it) with the standalone server's options, in a
+ * child process, its memory store filled directly: a million cats take seconds this way instead of a
+ * minute of POSTs. The cats are created in turns of 10,000, then the child waits for the load-shedding
+ * sample to settle before it listens.
+ */
+const FILLED_SERVER = `
+import Fastify from 'fastify'
+import fp from 'fastify-plugin'
+const dist = process.env.SERVICE_DIST
+const { default: app } = await import(dist + '/src/app.js')
+const { loadConfig } = await import(dist + '/src/config.js')
+const { serverOptions } = await import(dist + '/src/http/server-options.js')
+const config = loadConfig(process.env)
+const server = Fastify(serverOptions(config))
+await server.register(fp(app), { config })
+await server.ready()
+const cats = Number(process.env.FILL_CATS)
+const large = Number(process.env.FILL_LARGE_CATS)
+const largeName = 'x'.repeat(Number(process.env.FILL_LARGE_CAT_BYTES))
+for (let index = 0; index < cats; index++) {
+  server.catsStore.create({ name: index < large ? largeName : 'cat ' + index, age: index % 30, breed: 'Siamese' })
+  if (index % 10000 === 9999) await new Promise((resolve) => setImmediate(resolve))
+}
+await new Promise((resolve) => setTimeout(resolve, 1500))
+await server.listen({ host: '127.0.0.1', port: 0 })
+if (process.env.TIME_TURNS === 'true') {
+  // The longest gap between two turns of a 2 ms timer since the parent last asked, and the CPU time the process
+  // (all its threads) used in it: a gap of little CPU is time the process was not running, not work it did.
+  let wall = performance.now()
+  let cpu = process.cpuUsage()
+  let longest = { wallMs: 0, cpuMs: 0 }
+  setInterval(() => {
+    const nowWall = performance.now()
+    const nowCpu = process.cpuUsage()
+    const wallMs = nowWall - wall
+    if (wallMs > longest.wallMs) longest = { wallMs, cpuMs: (nowCpu.user + nowCpu.system - cpu.user - cpu.system) / 1000 }
+    wall = nowWall
+    cpu = nowCpu
+  }, 2)
+  process.on('SIGUSR2', () => {
+    console.log('longest turn ' + JSON.stringify(longest))
+    longest = { wallMs: 0, cpuMs: 0 }
+  })
+}
+console.log('filled ' + server.server.address().port)
+`
+
+export interface FilledServerOptions {
+  cats: number
+  /** How many of the first cats have a name of `largeCatBytes` characters (the rest are about 55 bytes of JSON). */
+  largeCats?: number
+  largeCatBytes?: number
+  /** Settings, on top of JWT_SECRET, CATS_MAX (the number of cats) and LOG_LEVEL=warn. */
+  env?: Record<string, string>
+  /** Whether the child times the turns of its event loop (see `longestTurn`; SIGUSR2 asks for it). */
+  timeTurns?: boolean
+}
+
+/** The longest time between two turns of the child's event loop, and the CPU time the child used meanwhile. */
+export interface LongestTurn {
+  wallMs: number
+  cpuMs: number
+}
+
+export interface FilledServer {
+  port: number
+  /** The child's resident set size now, in bytes (Linux). */
+  rss: () => number
+  /** Everything the child wrote so far. */
+  output: () => string
+  /** With `timeTurns`: the longest turn since the last call (or the start). */
+  longestTurn: () => Promise<LongestTurn>
+}
+
+/** Starts a filled server that the test's teardown stops. */
+export async function startFilledServer (t: Test, { cats, largeCats = 0, largeCatBytes = 8000, env = {}, timeTurns = false }: FilledServerOptions): Promise<FilledServer> {
+  const child = spawn(process.execPath, ['--input-type=module', '-e', FILLED_SERVER], {
+    cwd: join(import.meta.dirname, '..', '..'),
+    env: {
+      ...baseEnv,
+      SERVICE_DIST: pathToFileURL(join(import.meta.dirname, '..', '..', 'dist')).href,
+      FILL_CATS: String(cats),
+      FILL_LARGE_CATS: String(largeCats),
+      FILL_LARGE_CAT_BYTES: String(largeCatBytes),
+      JWT_SECRET: TEST_SECRET,
+      CATS_MAX: String(Math.max(1, cats)),
+      LOG_LEVEL: 'warn',
+      TIME_TURNS: String(timeTurns),
+      ...env
+    }
+  })
+  t.teardown(() => new Promise<void>((resolve) => {
+    if (child.exitCode !== null) resolve()
+    else child.once('exit', () => resolve()).kill()
+  }))
+  let output = ''
+  child.stderr.on('data', (chunk) => { output += String(chunk) })
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout.on('data', (chunk) => {
+      output += String(chunk)
+      const match = /filled (\d+)/.exec(output)
+      if (match !== null) resolve(Number(match[1]))
+    })
+    child.once('exit', (code) => reject(new Error(`the filled server exited with ${code}: ${output}`)))
+  })
+  const rss = (): number => Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1]) * 1024
+  const longestTurn = (): Promise<LongestTurn> => new Promise((resolve) => {
+    const answered = (chunk: Buffer): void => {
+      const match = /longest turn (\{[^\n]*\})/.exec(String(chunk))
+      if (match === null) return
+      child.stdout.off('data', answered)
+      resolve(JSON.parse(match[1]))
+    }
+    child.stdout.on('data', answered)
+    child.kill('SIGUSR2')
+  })
+  return { port, rss, output: () => output, longestTurn }
+}
+
+/** A client that sends `GET <path>` and then never reads: the server's writes pile up until the socket is full. */
+export function pausedReader (port: number, path = '/cats'): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => {
+      socket.pause()
+      socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`, () => resolve(socket))
+    })
+    socket.once('error', reject)
+  })
+}
+
+/**
+ * A client that sends `GET <path>`, reads the first bytes of the answer (so the response has begun), then stops
+ * reading; with the first line of the answer.
+ */
+export function stalledReader (port: number, path = '/cats'): Promise<{ socket: Socket, statusLine: string }> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`))
+    socket.once('data', (chunk: Buffer) => {
+      socket.pause()
+      resolve({ socket, statusLine: chunk.toString('latin1', 0, 64).split('\r\n', 1)[0] })
+    })
+    socket.once('error', reject)
+  })
+}
+
+/** Reads what a paused reader's socket holds (and whatever follows) until `enough` bytes, or until it closes; its first line. */
+export function statusLineOf (socket: Socket, enough = 64): Promise<string> {
+  return new Promise((resolve) => {
+    let text = ''
+    const done = (): void => {
+      socket.destroy()
+      resolve(text.split('\r\n', 1)[0])
+    }
+    socket.on('data', (chunk: Buffer) => {
+      text += chunk.toString('latin1', 0, Math.min(chunk.length, enough))
+      if (text.length >= enough) done()
+    })
+    socket.once('close', done)
+    socket.once('error', done)
+    socket.resume()
+  })
+}
+
+/** GET /cats read to its end: its status and how many bytes the body had. */
+export function readWholeList (port: number): Promise<{ status: number, bytes: number }> {
+  return new Promise((resolve, reject) => {
+    request({ host: '127.0.0.1', port, path: '/cats', agent: false }, (response) => {
+      let bytes = 0
+      response.on('data', (chunk: Buffer) => { bytes += chunk.length })
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, bytes }))
+      response.on('error', reject)
+    }).on('error', reject).end()
+  })
+}
