@@ -37,8 +37,18 @@ async function openSqlStore (fastify: FastifyInstance, databaseUrl: string, limi
 
 /** The cats store: in memory unless DATABASE_URL names PostgreSQL or PGlite. Closed after in-flight requests. */
 export default fp(async (fastify) => {
-  const { DATABASE_URL, CATS_MAX, BODY_LIMIT } = fastify.config
-  const limits = { maxCats: CATS_MAX, maxCatBytes: BODY_LIMIT }
+  const config = fastify.config
+  const limits: StoreLimits = {
+    maxCats: config.CATS_MAX,
+    maxCatBytes: config.BODY_LIMIT,
+    idempotencyKeys: {
+      maxKeys: config.IDEMPOTENCY_KEYS_MAX,
+      maxBytes: config.IDEMPOTENCY_KEYS_MAX_BYTES,
+      clientMaxKeys: config.IDEMPOTENCY_CLIENT_KEYS_MAX,
+      clientMaxBytes: config.IDEMPOTENCY_CLIENT_KEYS_MAX_BYTES
+    }
+  }
+  const { DATABASE_URL } = config
   if (DATABASE_URL === undefined) fastify.decorate('database', undefined)
   const store: CatsStore = DATABASE_URL === undefined ? new MemoryCatsStore(limits) : await openSqlStore(fastify, DATABASE_URL, limits)
   fastify.decorate('catsStore', store)

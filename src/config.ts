@@ -79,6 +79,26 @@ export const ConfigSchema = Type.Object({
     default: 8192,
     description: 'Largest request body in bytes (413), and largest stored cat after a merge'
   }),
+  IDEMPOTENCY_KEYS_MAX: Type.Integer({
+    minimum: 1,
+    default: 50_000,
+    description: 'Most `Idempotency-Key`s kept in all (per instance in memory, per database otherwise); past it the oldest key of any client goes'
+  }),
+  IDEMPOTENCY_KEYS_MAX_BYTES: Type.Integer({
+    minimum: 1024,
+    default: 33_554_432,
+    description: 'Most bytes of `Idempotency-Key`s kept in all (a key counts its texts, the answer included, plus 512); past it the oldest key of any client goes'
+  }),
+  IDEMPOTENCY_CLIENT_KEYS_MAX: Type.Integer({
+    minimum: 1,
+    default: 500,
+    description: 'Most `Idempotency-Key`s kept per client (the user with `CATS_AUTH=required`, else the client address); past it that client\'s own oldest key goes'
+  }),
+  IDEMPOTENCY_CLIENT_KEYS_MAX_BYTES: Type.Integer({
+    minimum: 1024,
+    default: 524_288,
+    description: 'Most bytes of `Idempotency-Key`s kept per client; past it that client\'s own oldest key goes (a key larger than this is not kept)'
+  }),
   DOCS_ENABLED: Type.Boolean({ default: true, description: '`false` turns off `/docs` and `/docs/json`' }),
   METRICS_ENABLED: Type.Boolean({
     default: false,

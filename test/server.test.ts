@@ -142,14 +142,14 @@ t.test('npm run migrate upgrades a database made by the earlier start-up code, a
 
   const pending = await runCli('migrate.js', ['status'], '', env)
   t.equal(pending.code, 0)
-  t.match(pending.stdout, /^version\s+name\s+state\n001\s+cats\s+pending\n002\s+idempotency-keys\s+pending\n003\s+sessions\s+pending\n004\s+cats-merge\s+pending\n005\s+cats-merge-many\s+pending\n006\s+cats-create-many\s+pending\n$/)
+  t.match(pending.stdout, /^version\s+name\s+state\n001\s+cats\s+pending\n002\s+idempotency-keys\s+pending\n003\s+sessions\s+pending\n004\s+cats-merge\s+pending\n005\s+cats-merge-many\s+pending\n006\s+cats-create-many\s+pending\n007\s+session-records\s+pending\n008\s+idempotency-key-limits\s+pending\n$/)
   const migrated = await runCli('migrate.js', [], '', env)
   t.equal(migrated.code, 0)
-  t.equal(migrated.stdout, 'Applied 001 cats\nApplied 002 idempotency-keys\nApplied 003 sessions\nApplied 004 cats-merge\nApplied 005 cats-merge-many\nApplied 006 cats-create-many\nThe cats schema is up to date\n')
+  t.equal(migrated.stdout, 'Applied 001 cats\nApplied 002 idempotency-keys\nApplied 003 sessions\nApplied 004 cats-merge\nApplied 005 cats-merge-many\nApplied 006 cats-create-many\nApplied 007 session-records\nApplied 008 idempotency-key-limits\nThe cats schema is up to date\n')
   const again = await runCli('migrate.js', [], '', env)
   t.equal(again.stdout, 'The cats schema is up to date\n', 'a second run applies nothing')
   const applied = await runCli('migrate.js', ['status'], '', env)
-  t.match(applied.stdout, /\n001\s+cats\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n002\s+idempotency-keys\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n003\s+sessions\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n004\s+cats-merge\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n005\s+cats-merge-many\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n006\s+cats-create-many\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n$/)
+  t.match(applied.stdout, /\n001\s+cats\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n002\s+idempotency-keys\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n003\s+sessions\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n004\s+cats-merge\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n005\s+cats-merge-many\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n006\s+cats-create-many\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n007\s+session-records\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n008\s+idempotency-key-limits\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n$/)
 
   const upgraded = new PGlite(dir)
   t.teardown(() => upgraded.close())
@@ -190,7 +190,7 @@ t.test('npm run migrate takes DATABASE_URL from a .env file too', async (t) => {
   const dir = t.testdir({ '.env': 'DATABASE_URL=pglite://./data\n' })
   const { code, stdout } = await runCli('migrate.js', [], '', {}, dir)
   t.equal(code, 0)
-  t.equal(stdout, 'Applied 001 cats\nApplied 002 idempotency-keys\nApplied 003 sessions\nApplied 004 cats-merge\nApplied 005 cats-merge-many\nApplied 006 cats-create-many\nThe cats schema is up to date\n')
+  t.equal(stdout, 'Applied 001 cats\nApplied 002 idempotency-keys\nApplied 003 sessions\nApplied 004 cats-merge\nApplied 005 cats-merge-many\nApplied 006 cats-create-many\nApplied 007 session-records\nApplied 008 idempotency-key-limits\nThe cats schema is up to date\n')
 })
 
 t.test('npm run settings rewrites .env.example and the README table in its working directory', async (t) => {

@@ -17,6 +17,7 @@ import { invalidRequest } from '../../src/http/validation-issues.js'
 import { writesAllowed } from '../../src/cats/memory-guard.js'
 import { findMergeProblems } from '../../src/cats/merge-safety.js'
 import { mapMaybePromise } from '../../src/maybe-promise.js'
+import { clientAddress } from '../../src/http/client-address.js'
 
 const cats: FastifyPluginAsyncTypebox = async (fastify) => {
   const { CATS_AUTH, WRITE_HEAP_RATIO, LIST_STREAMS_MAX, LIST_WRITE_TIMEOUT_MS } = fastify.config
@@ -70,11 +71,15 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
     reply.code(201).type(JSON_CONTENT_TYPE)
     if (key === undefined) return fastify.catsStore.createJson(request.body)
     const { name, age, breed } = request.body
+    // Per user when creates need a token, so one user's key never answers another's request.
+    const user = guarded ? String(request.user.userId) : undefined
     const result = fastify.catsStore.createOnce(request.body, {
-      // Per user when creates need a token, so one user's key never answers another's request.
-      scope: guarded ? String(request.user.userId) : '',
+      scope: user ?? '',
       key,
-      fingerprint: createHash('sha256').update(JSON.stringify([name, age, breed])).digest('base64url')
+      // A hash, not the body: a repeat is recognised without keeping what it sent.
+      fingerprint: createHash('sha256').update(JSON.stringify([name, age, breed])).digest('base64url'),
+      // The keys a client may keep are counted against it: the user, or the address as every limit per client counts it.
+      client: user ?? clientAddress(request.ip)
     })
     return mapMaybePromise(result, ({ json, replayed }) => {
       if (replayed) reply.header('idempotent-replayed', 'true')

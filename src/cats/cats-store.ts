@@ -7,9 +7,23 @@ export interface StoreLimits {
   maxCats: number
   /** Largest stored cat, as JSON bytes; a merge past it fails with CatTooLargeError. */
   maxCatBytes: number
+  idempotencyKeys: IdempotencyKeyLimits
 }
 
-/** How long an idempotency key is kept: a repeat within it is replayed, one after it is a new request. */
+/**
+ * How many idempotency keys are kept, counted in keys and in bytes (idempotencyKeyBytes). At its quota a
+ * client's own oldest key makes way for its new one, so a client never pushes out another's keys; at the cap
+ * on all of them the oldest key of any client goes, and since no client holds more than its quota, pushing out
+ * the others' keys takes many clients.
+ */
+export interface IdempotencyKeyLimits {
+  maxKeys: number
+  maxBytes: number
+  clientMaxKeys: number
+  clientMaxBytes: number
+}
+
+/** How long an idempotency key is kept at most: a repeat within it is replayed, one after it is a new request. */
 export const IDEMPOTENCY_KEY_TTL_MS = 24 * 60 * 60 * 1000
 
 /** A create that may be repeated: the same key and fingerprint within the lifetime get the first answer back. */
@@ -19,6 +33,21 @@ export interface IdempotentRequest {
   key: string
   /** Identifies the request body: the same key with another fingerprint is refused. */
   fingerprint: string
+  /** Whose quota the key counts against: the user, or the client's address when creates are public. */
+  client: string
+}
+
+/**
+ * What a kept key is counted as besides its texts: the bookkeeping around it (the entry, its places in the
+ * cache and in its client's set, the strings' headers), about what it costs in the memory store's heap
+ * (measured: 560 bytes for a key of a 4-character name, of which its texts are 140).
+ */
+export const KEY_OVERHEAD_BYTES = 512
+
+/** The bytes a kept key counts for against the limits: its texts as UTF-8 (the answer kept as it is) plus the bookkeeping. */
+export function idempotencyKeyBytes ({ scope, key, fingerprint, client }: IdempotentRequest, json: string): number {
+  return KEY_OVERHEAD_BYTES + Buffer.byteLength(scope) + Buffer.byteLength(key) + Buffer.byteLength(fingerprint) + Buffer.byteLength(client) +
+    Buffer.byteLength(json)
 }
 
 /** A create with a key: the new cat's JSON text as stored, or (replayed) the JSON text answered the first time. */
@@ -27,7 +56,12 @@ export interface IdempotentCreateResult {
   json: string
 }
 
-export const NO_LIMITS: StoreLimits = { maxCats: Number.POSITIVE_INFINITY, maxCatBytes: Number.POSITIVE_INFINITY }
+const NONE = Number.POSITIVE_INFINITY
+export const NO_LIMITS: StoreLimits = {
+  maxCats: NONE,
+  maxCatBytes: NONE,
+  idempotencyKeys: { maxKeys: NONE, maxBytes: NONE, clientMaxKeys: NONE, clientMaxBytes: NONE }
+}
 
 /** A slice of the list in creation order. */
 export interface CatsPage {
@@ -64,8 +98,9 @@ export interface CatsStore {
   createJson: (fields: CreateCatBody) => MaybePromise<string>
   /**
    * Creates the cat and records the key with it atomically, or, when the key was recorded within
-   * IDEMPOTENCY_KEY_TTL_MS, creates nothing and returns the cat's JSON as created (either way as JSON text). Throws
-   * IdempotencyKeyReusedError for another fingerprint, IdempotencyKeyInUseError while the first
+   * IDEMPOTENCY_KEY_TTL_MS and is still kept, creates nothing and returns the cat's JSON as created (either way as
+   * JSON text). Recording a key lets go of the oldest keys that `limits.idempotencyKeys` no longer leaves room for.
+   * Throws IdempotencyKeyReusedError for another fingerprint, IdempotencyKeyInUseError while the first
    * request with the key is still running, CollectionFullError as create does (and records nothing).
    */
   createOnce: (fields: CreateCatBody, request: IdempotentRequest) => MaybePromise<IdempotentCreateResult>

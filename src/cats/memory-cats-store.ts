@@ -1,6 +1,8 @@
+import { LRUCache } from 'lru-cache'
 import type { CreateCatBody, StoredCat, UpdateCatBody } from './schemas.js'
 import {
-  IDEMPOTENCY_KEY_TTL_MS, NO_LIMITS, type CatsPage, type CatsStore, type IdempotentCreateResult, type IdempotentRequest, type StoreLimits
+  IDEMPOTENCY_KEY_TTL_MS, NO_LIMITS, idempotencyKeyBytes, type CatsPage, type CatsStore, type IdempotentCreateResult, type IdempotentRequest,
+  type StoreLimits
 } from './cats-store.js'
 import { IdQueue, nextCatId } from './id-assignment.js'
 import { assignFields, mergeWithinLimit } from './merge-rules.js'
@@ -14,11 +16,21 @@ interface Entry {
   removed: boolean
 }
 
-/** An idempotency key as recorded with its cat. */
+/** An idempotency key as recorded with its cat: a hash of the body, and the answer as it was sent (no other copy). */
 interface KeptKey {
   readonly fingerprint: string
   readonly json: string
   readonly at: number
+  readonly owner: KeyOwner
+  /** What it counts for against the limits (idempotencyKeyBytes). */
+  readonly bytes: number
+}
+
+/** A client's kept keys, oldest first, and their bytes; it exists while it has any. */
+interface KeyOwner {
+  readonly client: string
+  readonly ids: Set<string>
+  bytes: number
 }
 
 /**
@@ -35,8 +47,14 @@ export class MemoryCatsStore implements CatsStore {
   #removedInOrder = 0
   #lastPosition = 0
   readonly #byId = new Map<number, IdQueue<Entry>>()
-  /** Idempotency keys by scope and key, oldest first, so expired ones are swept from the front. */
-  readonly #keys = new Map<string, KeptKey>()
+  /**
+   * Idempotency keys by scope and key. Nothing ever moves a key once recorded (lookups peek), so the cache's
+   * least recently used end holds the oldest: the cap on all keys lets those go first, and expired ones are
+   * found there.
+   */
+  readonly #keys: LRUCache<string, KeptKey>
+  /** Every client that has kept keys, for its quota. */
+  readonly #owners = new Map<string, KeyOwner>()
   readonly #limits: StoreLimits
   readonly #now: () => number
 
@@ -44,6 +62,22 @@ export class MemoryCatsStore implements CatsStore {
   constructor (limits: StoreLimits = NO_LIMITS, now: () => number = Date.now) {
     this.#limits = limits
     this.#now = now
+    const { maxKeys, maxBytes } = limits.idempotencyKeys
+    this.#keys = new LRUCache<string, KeptKey>({
+      // 0: no cap on the count (the byte cap still holds).
+      max: Number.isFinite(maxKeys) ? maxKeys : 0,
+      maxSize: Math.min(maxBytes, Number.MAX_SAFE_INTEGER),
+      sizeCalculation: (kept) => kept.bytes,
+      // Every way out (the cap, the client's quota, expiry, close) goes through here, so the quotas stay true.
+      dispose: (kept, id) => { this.#release(kept, id) }
+    })
+  }
+
+  /** The idempotency keys kept, and their bytes: all of them, or one client's. */
+  keptKeys (client?: string): { keys: number, bytes: number } {
+    if (client === undefined) return { keys: this.#keys.size, bytes: this.#keys.calculatedSize }
+    const owner = this.#owners.get(client)
+    return { keys: owner?.ids.size ?? 0, bytes: owner?.bytes ?? 0 }
   }
 
   get size (): number {
@@ -112,15 +146,15 @@ export class MemoryCatsStore implements CatsStore {
   /** Synchronous, so a first request is never in progress when its repeat arrives. */
   createOnce (fields: CreateCatBody, request: IdempotentRequest): IdempotentCreateResult {
     const now = this.#now()
-    this.#sweepKeys(now)
+    this.#forgetExpiredKeys(now)
     const id = `${request.scope}\n${request.key}`
-    const kept = this.#keys.get(id)
+    const kept = this.#keys.peek(id)
     if (kept !== undefined) {
       if (kept.fingerprint !== request.fingerprint) throw new IdempotencyKeyReusedError()
       return { replayed: true, json: kept.json }
     }
     const { json } = this.#add(fields)
-    this.#keys.set(id, { fingerprint: request.fingerprint, json, at: now })
+    this.#keep(id, request, json, now)
     return { replayed: false, json }
   }
 
@@ -154,6 +188,7 @@ export class MemoryCatsStore implements CatsStore {
 
   close (): void {
     this.#keys.clear()
+    this.#owners.clear()
     this.#inCreationOrder = []
     this.#removedInOrder = 0
     this.#byId.clear()
@@ -169,11 +204,51 @@ export class MemoryCatsStore implements CatsStore {
     return entry
   }
 
-  #sweepKeys (now: number): void {
-    for (const [id, kept] of this.#keys) {
-      if (now - kept.at < IDEMPOTENCY_KEY_TTL_MS) return
-      this.#keys.delete(id)
+  /**
+   * Records the key within its client's quota: the client's own oldest keys make way first, then the cache lets
+   * the oldest of all go if the cap needs it. A key larger than a client may hold is not kept at all: a repeat
+   * creates again, as after the key's lifetime.
+   */
+  #keep (id: string, request: IdempotentRequest, json: string, at: number): void {
+    const { maxBytes, clientMaxKeys, clientMaxBytes } = this.#limits.idempotencyKeys
+    const bytes = idempotencyKeyBytes(request, json)
+    if (bytes > clientMaxBytes || bytes > maxBytes) return
+    const existing = this.#owners.get(request.client)
+    if (existing !== undefined) {
+      // A Set iterates in insertion order, oldest first, and the visited entry may be deleted.
+      for (const oldest of existing.ids) {
+        if (existing.ids.size < clientMaxKeys && existing.bytes + bytes <= clientMaxBytes) break
+        this.#keys.delete(oldest)
+      }
     }
+    // Looked up again: letting go of its last key forgets the client.
+    let owner = this.#owners.get(request.client)
+    if (owner === undefined) {
+      owner = { client: request.client, ids: new Set(), bytes: 0 }
+      this.#owners.set(owner.client, owner)
+    }
+    // Counted before it enters the cache, so the client is not forgotten if the cap lets its other keys go.
+    owner.ids.add(id)
+    owner.bytes += bytes
+    this.#keys.set(id, { fingerprint: request.fingerprint, json, at, owner, bytes })
+  }
+
+  #release (kept: KeptKey, id: string): void {
+    const owner = kept.owner
+    owner.ids.delete(id)
+    owner.bytes -= kept.bytes
+    if (owner.ids.size === 0) this.#owners.delete(owner.client)
+  }
+
+  /** Lets go of the keys past their lifetime: the oldest, at the cache's least recently used end. */
+  #forgetExpiredKeys (now: number): void {
+    const expired: string[] = []
+    for (const id of this.#keys.rkeys()) {
+      const kept = this.#keys.peek(id)
+      if (kept === undefined || now - kept.at < IDEMPOTENCY_KEY_TTL_MS) break
+      expired.push(id)
+    }
+    for (const id of expired) this.#keys.delete(id)
   }
 
   /** The index of the first entry created after `position`: positions only grow along the creation order. */

@@ -1,7 +1,8 @@
 import type DataLoader from 'dataloader'
 import type { CreateCatBody, StoredCat, UpdateCatBody } from './schemas.js'
 import {
-  IDEMPOTENCY_KEY_TTL_MS, NO_LIMITS, type CatsPage, type CatsStore, type IdempotentCreateResult, type IdempotentRequest, type StoreLimits
+  IDEMPOTENCY_KEY_TTL_MS, NO_LIMITS, idempotencyKeyBytes, type CatsPage, type CatsStore, type IdempotentCreateResult, type IdempotentRequest,
+  type StoreLimits
 } from './cats-store.js'
 import { mergedEntries } from './merge-rules.js'
 import { batchedStatements } from './batched-statements.js'
@@ -29,6 +30,15 @@ interface KeyRow extends Record<string, unknown> {
 
 /** Held until the transaction ends: a second request with the key while the first runs finds it taken. */
 const LOCK_KEY = 'SELECT pg_try_advisory_xact_lock(hashtext($1), hashtext($2)) AS locked'
+
+/** A key recorded within its lifetime (expired ones are deleted as new keys are recorded). */
+const FIND_KEY = 'SELECT fingerprint, response FROM idempotency_keys WHERE scope = $1 AND key = $2 AND created_at_ms > $3'
+
+/** Records a key and lets go of the keys past their lifetime or beyond the limits (idempotency_key_record, a migration's). */
+const RECORD_KEY = 'SELECT idempotency_key_record($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)'
+
+/** A limit as PostgreSQL takes it: no limit is the largest number both sides agree on. */
+const bound = (limit: number): number => Math.min(limit, Number.MAX_SAFE_INTEGER)
 
 interface PageRow extends Record<string, unknown> {
   items: string
@@ -218,21 +228,26 @@ export class SqlCatsStore implements CatsStore {
   }
 
   async createOnce (fields: CreateCatBody, request: IdempotentRequest): Promise<IdempotentCreateResult> {
-    const { scope, key, fingerprint } = request
+    const { scope, key, fingerprint, client } = request
     const now = this.#now()
+    const expiredAt = now - IDEMPOTENCY_KEY_TTL_MS
+    const { maxKeys, maxBytes, clientMaxKeys, clientMaxBytes } = this.#limits.idempotencyKeys
     return this.#guard(() => this.#client.transaction(async (tx) => {
       const [{ locked }] = await tx.query<{ locked: boolean }>(LOCK_KEY, [scope, key])
       if (!locked) throw new IdempotencyKeyInUseError()
-      await tx.query('DELETE FROM idempotency_keys WHERE created_at_ms <= $1', [now - IDEMPOTENCY_KEY_TTL_MS])
-      const [kept] = await tx.query<KeyRow>('SELECT fingerprint, response FROM idempotency_keys WHERE scope = $1 AND key = $2', [scope, key])
+      const [kept] = await tx.query<KeyRow>(FIND_KEY, [scope, key, expiredAt])
       if (kept !== undefined) {
         if (kept.fingerprint !== fingerprint) throw new IdempotencyKeyReusedError()
         return { replayed: true, json: kept.response }
       }
-      // In the same transaction: the key is committed with its cat or not at all.
+      // In the same transaction: the key is committed with its cat or not at all. The create holds the count's
+      // row lock from here on, so keys are recorded (and the limits checked) by one transaction at a time.
       const [row] = await this.#insert(tx, [fields])
       if (row === undefined) throw new CollectionFullError(this.#limits.maxCats)
-      await tx.query('INSERT INTO idempotency_keys (scope, key, fingerprint, response, created_at_ms) VALUES ($1, $2, $3, $4, $5)', [scope, key, fingerprint, row.json, now])
+      await tx.query(RECORD_KEY, [
+        scope, key, client, fingerprint, row.json, idempotencyKeyBytes(request, row.json), now, expiredAt,
+        bound(clientMaxKeys), bound(clientMaxBytes), bound(maxKeys), bound(maxBytes)
+      ])
       return { replayed: false, json: row.json }
     }))
   }

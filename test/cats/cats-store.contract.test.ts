@@ -242,7 +242,7 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
 
   t.test('createOnce: the first request creates, a repeat replays the JSON as created and creates nothing', async (t) => {
     const store = await openStore(t)
-    const request: IdempotentRequest = { scope: '', key: 'k-1', fingerprint: 'f' }
+    const request: IdempotentRequest = { scope: '', key: 'k-1', fingerprint: 'f', client: 'c' }
     const first = await store.createOnce(cat('Tom'), request)
     t.strictSame(first, { replayed: false, json: '{"id":1,"name":"Tom","age":3,"breed":"Siamese"}' }, 'the new cat as the JSON text stored')
     await store.update(1, { toy: 'ball' })
@@ -261,7 +261,7 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
   t.test('createOnce: a key expires after its lifetime and then creates again', async (t) => {
     let now = 1_000_000
     const store = await openStore(t, NO_LIMITS, () => now)
-    const request: IdempotentRequest = { scope: '', key: 'k', fingerprint: 'f' }
+    const request: IdempotentRequest = { scope: '', key: 'k', fingerprint: 'f', client: 'c' }
     await store.createOnce(cat('A'), request)
     now += IDEMPOTENCY_KEY_TTL_MS - 1
     t.equal((await store.createOnce(cat('A'), request)).replayed, true, 'just within the lifetime')
@@ -275,7 +275,7 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
   t.test('createOnce: a full collection records no key, so the retry creates once there is room', async (t) => {
     const store = await openStore(t, limits({ maxCats: 1 }))
     await store.create(cat('A'))
-    const request: IdempotentRequest = { scope: '', key: 'k', fingerprint: 'f' }
+    const request: IdempotentRequest = { scope: '', key: 'k', fingerprint: 'f', client: 'c' }
     await t.rejects(Promise.resolve().then(() => store.createOnce(cat('B'), request)), { name: 'CollectionFullError' })
     await store.remove(1)
     t.equal((await store.createOnce(cat('B'), request)).replayed, false)
@@ -284,7 +284,7 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
 
   t.test('createOnce: 20 concurrent repeats of one key create one cat; each gets it or finds the first in progress', async (t) => {
     const store = await openStore(t)
-    const request: IdempotentRequest = { scope: '', key: 'same', fingerprint: 'f' }
+    const request: IdempotentRequest = { scope: '', key: 'same', fingerprint: 'f', client: 'c' }
     const outcomes = await Promise.allSettled(Array.from({ length: 20 }, () => Promise.resolve().then(() => store.createOnce(cat('Tom'), request))))
     t.equal(await store.count(), 1)
     for (const outcome of outcomes) {

@@ -39,7 +39,8 @@ const catsMerge = { version: 4, name: 'cats-merge' }
 const catsMergeMany = { version: 5, name: 'cats-merge-many' }
 const catsCreateMany = { version: 6, name: 'cats-create-many' }
 const sessionRecords = { version: 7, name: 'session-records' }
-const all = [cats, idempotencyKeys, sessions, catsMerge, catsMergeMany, catsCreateMany, sessionRecords]
+const idempotencyKeyLimits = { version: 8, name: 'idempotency-key-limits' }
+const all = [cats, idempotencyKeys, sessions, catsMerge, catsMergeMany, catsCreateMany, sessionRecords, idempotencyKeyLimits]
 const pending = all.map((migration) => ({ ...migration, appliedAt: undefined, known: true }))
 
 async function tableExists (client: SqlClient, table: string): Promise<boolean> {

@@ -63,3 +63,44 @@ t.test('the header is in the OpenAPI document', async (t) => {
   t.ok(spec.paths['/cats'].post.responses['409'])
   t.ok(spec.paths['/cats'].post.responses['422'])
 })
+
+t.test('public creates: each client address keeps its own quota of keys, and its oldest go first', async (t) => {
+  const app = await build(t, { IDEMPOTENCY_CLIENT_KEYS_MAX: 3 })
+  const from = (remoteAddress: string, key: string) => app.inject({
+    method: 'POST', url: '/cats', payload: { ...tom, name: key }, headers: { 'idempotency-key': key }, remoteAddress
+  })
+  const replayed = async (remoteAddress: string, key: string): Promise<boolean> => (await from(remoteAddress, key)).headers['idempotent-replayed'] === 'true'
+  await from('203.0.113.1', 'victim')
+  for (let n = 1; n <= 20; n++) await from('198.51.100.7', `noisy-${n}`)
+  t.equal(await replayed('203.0.113.1', 'victim'), true, 'another client\'s key still replays')
+  t.equal(await replayed('198.51.100.7', 'noisy-20'), true)
+  t.equal(await replayed('198.51.100.7', 'noisy-17'), false, 'the noisy client\'s own oldest keys went')
+  // Keys stay shared when creates are public: the victim's key answers whoever repeats it.
+  t.equal(await replayed('198.51.100.7', 'victim'), true)
+})
+
+t.test('public creates: the addresses of one IPv6 /64 share one quota', async (t) => {
+  const app = await build(t, { IDEMPOTENCY_CLIENT_KEYS_MAX: 2 })
+  const from = (remoteAddress: string, key: string) => app.inject({
+    method: 'POST', url: '/cats', payload: tom, headers: { 'idempotency-key': key }, remoteAddress
+  })
+  await from('2001:db8:5:5::1', 'a')
+  await from('2001:db8:5:5::2', 'b')
+  await from('2001:db8:5:6::1', 'other')
+  await from('2001:db8:5:5:ffff::3', 'c')
+  t.equal((await from('2001:db8:5:5::9', 'a')).headers['idempotent-replayed'], undefined, 'a new address of the /64 pushed out its first key')
+  t.equal((await from('2001:db8:5:6::1', 'other')).headers['idempotent-replayed'], 'true', 'the next /64 kept its own')
+})
+
+t.test('creates with a token: the quota is the user\'s, whatever address they send from', async (t) => {
+  const app = await build(t, { CATS_AUTH: 'required', IDEMPOTENCY_CLIENT_KEYS_MAX: 2 })
+  const john = bearer(tokenFor(app, 1, 'john'))
+  const chris = bearer(tokenFor(app, 2, 'chris'))
+  const create = (auth: Record<string, string>, key: string, remoteAddress: string) => app.inject({
+    method: 'POST', url: '/cats', payload: tom, headers: { ...auth, 'idempotency-key': key }, remoteAddress
+  })
+  await create(chris, 'k', '10.0.0.1')
+  for (let n = 1; n <= 3; n++) await create(john, `k-${n}`, `10.0.0.${n}`)
+  t.equal((await create(john, 'k-1', '10.0.0.9')).headers['idempotent-replayed'], undefined, 'john\'s oldest went, though each came from another address')
+  t.equal((await create(chris, 'k', '10.0.0.1')).headers['idempotent-replayed'], 'true', 'chris, from john\'s first address, kept his')
+})
