@@ -112,6 +112,8 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
       if (list === undefined) throw new TooManyLists()
       return list
     }
+    // Ajv lets a coerced 1e400 or Infinity through its bounds: the bound is checked again here.
+    if (limit !== undefined && !Number.isFinite(limit)) throw invalidRequest('querystring', [{ instancePath: '/limit', message: 'must be <= 1000' }])
     const position = after === undefined ? 0 : decodeCursor(after)
     if (position === undefined) throw invalidRequest('querystring', [{ instancePath: '/after', message: 'is not a cursor from a Link header' }])
     const pageSize = limit ?? LIST_CHUNK

@@ -43,7 +43,7 @@ t.test('after alone pages with the largest page size', async (t) => {
 
 t.test('a bad limit or after is a 400 in the validation shape', async (t) => {
   const app = await build(t)
-  for (const [query, field] of [['limit=0', 'querystring.limit'], ['limit=1001', 'querystring.limit'], ['limit=x', 'querystring.limit'], ['limit=1.5', 'querystring.limit'], ['after=', 'querystring.after'], ['after=abc', 'querystring.after'], ['limit=2&after=MA', 'querystring.after']]) {
+  for (const [query, field] of [['limit=0', 'querystring.limit'], ['limit=1001', 'querystring.limit'], ['limit=x', 'querystring.limit'], ['limit=1.5', 'querystring.limit'], ['limit=1e400', 'querystring.limit'], ['limit=Infinity', 'querystring.limit'], ['limit=-Infinity', 'querystring.limit'], ['after=', 'querystring.after'], ['after=abc', 'querystring.after'], ['limit=2&after=MA', 'querystring.after']]) {
     const res = await app.inject(`/cats?${query}`)
     t.equal(res.statusCode, 400, query)
     t.equal(res.json().code, 'FST_ERR_VALIDATION', query)
