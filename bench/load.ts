@@ -48,15 +48,16 @@ export async function measure (pid: number, url: string, requests: LoadRequest[]
   return { responses, reqPerSec: responses / seconds, p99: result.latency.p99, non2xx: result.non2xx + result.errors, cpuMicros: used / responses * 1e6 }
 }
 
-/** Adds `count` cats (without pipelining autocannon sends exactly `amount`), stopping once `budgetSeconds` are spent. */
+/** Adds `count` cats, or fewer once `budgetSeconds` are spent or a round created none; returns the number created. */
 export async function prefill (url: string, count: number, budgetSeconds = Infinity, connections = 32): Promise<number> {
   const started = performance.now()
   let created = 0
-  for (let sent = 0; sent < count && performance.now() - started < budgetSeconds * 1000;) {
-    const amount = Math.min(50_000, count - sent)
+  while (created < count && performance.now() - started < budgetSeconds * 1000) {
+    const amount = Math.min(50_000, count - created)
     const result = await autocannon({ url, connections: Math.min(connections, amount), amount, timeout: 30, requests: [{ ...createCat }] })
-    sent += amount
-    created += result.statusCodeStats['201']?.count ?? 0
+    const more = result.statusCodeStats['201']?.count ?? 0
+    if (more === 0) break
+    created += more
   }
   return created
 }

@@ -57,7 +57,7 @@ const bench = createBench(root, mode, secret, pinned)
 bench.log(`${pinned ? 'servers on CPU 0, load generator on CPU 1' : 'nothing pinned'}; load average ${loadAverage.toFixed(2)}` +
   `${loadAverage > 0.5 ? ': other work on the machine skews the numbers' : ''}`)
 
-/** Cats and logged-out tokens, as the scenario wants them, on a server just started. */
+/** The scenario's cats and logged-out tokens, on a server just started. */
 async function prepare (scenario: Scenario, server: RunningServer): Promise<void> {
   const cats = await prefill(server.url, scenario.cats)
   if (cats !== scenario.cats) throw new Error(`${server.kind}: prefill created ${cats} of ${scenario.cats} cats`)
@@ -66,16 +66,13 @@ async function prepare (scenario: Scenario, server: RunningServer): Promise<void
 }
 
 /**
- * One scenario on the service and the baseline (and, for one with a target, both again with metrics on: the
- * baseline then observes the service's request histogram too), over the mode's fresh starts. Each start launches
- * them all, then measures each in turn straight after its own warm-up (a server that idles after its warm-up is no
- * longer the one warmed up); the order rotates from start to start. The ratio is of the medians of all the runs.
+ * One scenario on the service and the baseline (with a target, both with metrics on too) over fresh starts, each
+ * server measured straight after its own warm-up, the order rotating from start to start; medians of all the runs.
  */
 async function compare (scenario: Scenario): Promise<string[]> {
   const contenders = [{ kind: 'service' as const, env: {} }, { kind: 'baseline' as const, env: {} }]
   if (scenario.target !== undefined) contenders.push({ kind: 'service', env: { METRICS_ENABLED: 'true' } }, { kind: 'baseline', env: { BASELINE_METRICS: '1' } })
   const settings = { connections: scenario.connections, amount: scenario.amount, seconds: mode.seconds }
-  // The login warms up with two logins (scrypt), the others with seconds of their requests.
   const warmup = scenario.amount === undefined ? { ...settings, seconds: mode.warmup } : { ...settings, amount: 2 }
   const runs: Measurement[][] = contenders.map(() => [])
   for (let start = 0; start < mode.starts; start++) {

@@ -15,7 +15,7 @@ export interface Scenario {
   /** What each connection cycles through; built afresh per server, as a token lives an hour and a full run longer. */
   requests: () => LoadRequest[]
   connections?: number
-  /** A run of exactly this many requests rather than of seconds (the login, bound by scrypt). */
+  /** A run of exactly this many requests rather than of seconds (the login: it warms up with 2). */
   amount?: number
 }
 

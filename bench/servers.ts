@@ -18,8 +18,7 @@ const COMMANDS: Record<ServerKind, string> = { service: 'dist/server/src/server.
 
 /** Each kind's environment beside PATH, HOME, PORT and HOST: no DATABASE_URL, so both keep their cats in memory. */
 export function serverEnvironments (secret: string): Record<ServerKind, Record<string, string>> {
-  // Room for the 1,000,000-cat prefill and the POST /cats runs.
-  const CATS_MAX = '2000000'
+  const CATS_MAX = '2000000' // Room for the 1,000,000-cat prefill and the POST /cats runs.
   // One load generator is one client logging in as one user: the failed-login locks would answer the login
   // scenarios with cheap 429s, which the baseline (no locks) does not send.
   const unlocked = { LOGIN_MAX_FAILURES: '1000000000', LOGIN_CLIENT_MAX_FAILURES: '1000000000' }
@@ -29,10 +28,7 @@ export function serverEnvironments (secret: string): Record<ServerKind, Record<s
   }
 }
 
-/**
- * Transpiles the baseline into dist/bench/, beside the compiled dist/src modules it imports, so that it runs
- * without a loader (tsx's thread and esbuild would add about 40 MB of RSS and most of a second of start-up).
- */
+/** The baseline beside the dist/src modules it imports, so that it runs without tsx (40 MB, most of a second). */
 export function compileBaseline (root: string): void {
   mkdirSync(join(root, 'dist', 'bench'), { recursive: true })
   for (const name of ['baseline-server', 'baseline-main']) {
