@@ -86,8 +86,9 @@ async function countOnce (kind: ServerKind, cats: number, requests: LoadRequest[
 
 /** The starts of one server side by side (a count does not depend on sharing the CPUs); every count, lowest first. */
 async function counts (kind: ServerKind, cats: number, requests: LoadRequest[]): Promise<number[]> {
-  const starts = Array.from({ length: Number(values.starts) }, async () => await countOnce(kind, cats, requests))
-  return (await Promise.all(starts)).sort((a, b) => a - b)
+  // Settled, all of them: a start that fails leaves none of the others running.
+  const starts = await Promise.allSettled(Array.from({ length: Number(values.starts) }, async () => await countOnce(kind, cats, requests)))
+  return starts.map((start) => { if (start.status === 'rejected') throw start.reason; return start.value }).sort((a, b) => a - b)
 }
 
 compileBaseline(root)
