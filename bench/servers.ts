@@ -19,9 +19,9 @@ const COMMANDS: Record<ServerKind, string> = { service: 'dist/server/src/server.
 /** Each kind's environment beside PATH, HOME, PORT and HOST: no DATABASE_URL, so both keep their cats in memory. */
 export function serverEnvironments (secret: string): Record<ServerKind, Record<string, string>> {
   const CATS_MAX = '2000000' // Room for the 1,000,000-cat prefill and the POST /cats runs.
-  // One load generator is one client logging in as one user: the failed-login locks would answer the login
-  // scenarios with cheap 429s, which the baseline (no locks) does not send.
-  const unlocked = { LOGIN_MAX_FAILURES: '1000000000', LOGIN_CLIENT_MAX_FAILURES: '1000000000' }
+  // One load generator is one client logging in as one user, and lists 50 at a time: the failed-login locks and the
+  // cap on whole lists streamed at once would answer with cheap 429s and 503s, which the baseline does not send.
+  const unlocked = { LOGIN_MAX_FAILURES: '1000000000', LOGIN_CLIENT_MAX_FAILURES: '1000000000', LIST_STREAMS_MAX: '1000' }
   return {
     service: { JWT_SECRET: secret, LOG_LEVEL: 'warn', METRICS_ENABLED: 'false', CATS_MAX, ...unlocked },
     baseline: { JWT_SECRET: secret, CATS_MAX }
