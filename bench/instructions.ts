@@ -67,10 +67,12 @@ async function countOnce (kind: ServerKind, cats: number, requests: LoadRequest[
     await prefill(server.url, cats, Infinity, 10)
     const run = async (amount: number): Promise<number> => {
       const result = await autocannon({ url: server.url, connections: 10, amount, timeout: 60, requests })
-      // Under callgrind load shedding's second now and then passes without a sample of the loop's delay: it sheds (503).
+      // Under callgrind on a busy machine a few requests fail (a socket closed) or are shed (503: a second of load
+      // shedding passed without a sample of the loop's delay): up to 1% is tolerated, and logged.
       const shed = result.statusCodeStats['503']?.count ?? 0
-      if (result.errors > 0 || result.non2xx > shed || shed > amount / 100) throw new Error(`${kind}: ${result.errors} errors, ${JSON.stringify(result.statusCodeStats)}`)
-      if (shed > 0) log(`[instructions] ${kind}: ${shed} of ${amount} requests shed (503)`)
+      const failed = `${result.errors} errors, ${JSON.stringify(result.statusCodeStats)}`
+      if (result.non2xx > shed || result.errors + shed > amount / 100) throw new Error(`${kind}: ${failed}`)
+      if (result.errors + shed > 0) log(`[instructions] ${kind}, ${amount} requests: ${failed}`)
       return result.requests.total
     }
     await run(WARM_UP)
