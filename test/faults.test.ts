@@ -1,7 +1,11 @@
 import t, { type Test } from 'tap'
 import { once } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { mkdtemp, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { loadConfig } from '../src/config.js'
+import { hashPassword } from '../src/auth/password.js'
 import { TEST_SECRET } from './support/app.js'
 import { startServer, type RunningServer } from './support/server.js'
 import { exchange, firstBody, head, jsonHead, parseJson, type HttpResponse } from './support/raw-http.js'
@@ -21,9 +25,21 @@ const { BODY_LIMIT } = loadConfig({ JWT_SECRET: TEST_SECRET })
 /** How often Node checks the header and request timeouts (src/http/server-options.ts). */
 const CHECK_INTERVAL_MS = 1000
 
+/**
+ * john/changeme with a cheap hash: the logins here show that other requests are served while slow clients
+ * hold connections, and the demo users' slow hashes, run below request priority, can take seconds on a
+ * machine busy with the rest of the suite.
+ */
+async function cheapUsersFile (): Promise<string> {
+  const file = join(await mkdtemp(join(tmpdir(), 'faults-users-')), 'users.json')
+  await writeFile(file, JSON.stringify([{ id: 1, username: 'john', passwordHash: await hashPassword('changeme', { ln: 4, r: 8, p: 1 }) }]))
+  return file
+}
+
 /** Starts the compiled server with the limits under test. */
 async function startLimitedServer (): Promise<{ child: RunningServer['child'], port: number, output: () => string }> {
   const { child, base, output } = await startServer({
+    USERS_FILE: await cheapUsersFile(),
     LOG_LEVEL: 'info',
     HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
     REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS),
