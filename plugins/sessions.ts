@@ -4,7 +4,7 @@ import { MemoryRevocationStore, type RevocationStore } from '../src/auth/revocat
 import { RedisRevocationStore } from '../src/auth/redis-revocation-store.js'
 import { RedisSessionStore } from '../src/auth/redis-session-store.js'
 import { refreshTokenKey } from '../src/auth/refresh-token.js'
-import { MemorySessionStore, type SessionStore } from '../src/auth/session-store.js'
+import { MemorySessionStore, SKEW_MARGIN_MS, type SessionStore } from '../src/auth/session-store.js'
 import { Sessions } from '../src/auth/sessions.js'
 import { SqlRevocationStore, SqlSessionStore } from '../src/auth/sql-session-stores.js'
 
@@ -27,9 +27,13 @@ export default fp(async (fastify) => {
   const revocations: RevocationStore = redis !== undefined
     ? new RedisRevocationStore(redis.client, REDIS_KEY_PREFIX, redis.status)
     : database !== undefined ? new SqlRevocationStore(database.client, database.status) : new MemoryRevocationStore()
+  // An ended session is kept while its access tokens could live, so that its refresh token denies them again.
+  const endedKeepMs = durationToSeconds(JWT_EXPIRES_IN) * 1000 + SKEW_MARGIN_MS
   const store: SessionStore = database !== undefined
-    ? new SqlSessionStore(database.client, database.status)
-    : redis !== undefined ? new RedisSessionStore(redis.client, REDIS_KEY_PREFIX, redis.status) : new MemorySessionStore()
+    ? new SqlSessionStore(database.client, database.status, endedKeepMs)
+    : redis !== undefined
+      ? new RedisSessionStore(redis.client, REDIS_KEY_PREFIX, redis.status, endedKeepMs)
+      : new MemorySessionStore(undefined, endedKeepMs)
   fastify.decorate('sessions', new Sessions({
     sign: (claims) => fastify.jwt.sign(claims),
     accessLifetimeSeconds: durationToSeconds(JWT_EXPIRES_IN),

@@ -2,28 +2,54 @@ import type { Redis, Result, ClientContext } from 'ioredis'
 import type { DependencyStatus } from '../dependency-status.js'
 import type { UserId } from './schemas.js'
 import { guarded } from './session-errors.js'
-import { SKEW_MARGIN_MS, userKey, type RefreshLimit, type Rotation, type SessionRecord, type SessionStore } from './session-store.js'
+import { DEFAULT_ENDED_KEEP_MS, SKEW_MARGIN_MS, userKey, type RefreshLimit, type Rotation, type SessionRecord, type SessionStore } from './session-store.js'
 
 // A session is one hash, which Redis deletes a margin after its last token expires; each user has a sorted set of
-// their session ids by creation. Each operation is one script, so rotations and ends of a session never interleave.
+// their session ids by creation, kept as long as their latest session. Each operation is one script, so rotations
+// and ends of a session never interleave.
+
+/** Ends the session of key KEYS[1] (when not ended yet), keeping it until ARGV[1] at most, plus the margin ARGV[2]. */
+const END_SESSION = `
+local function endSession(key, keepUntil, margin)
+  local exp = tonumber(redis.call('HGET', key, 'exp'))
+  if not exp or redis.call('HGET', key, 'ended') == '1' then return false end
+  exp = math.min(exp, keepUntil)
+  redis.call('HSET', key, 'ended', 1, 'exp', exp)
+  redis.call('PEXPIREAT', key, exp + margin)
+  return true
+end
+-- Keeps the user's set at least until the given time.
+local function keepSet(key, untilMs)
+  local current = redis.call('PEXPIRETIME', key)
+  if current >= 0 and current < untilMs then redis.call('PEXPIREAT', key, untilMs) end
+end
+`
 
 /**
  * KEYS: the session, the user's set. ARGV: the session's fields (id, user, username, created, address, user agent,
- * expiry), the time Redis deletes it, the cap, the prefix of session keys. Answers the ids of the sessions it ended.
+ * expiry), the cap, the prefix of session keys, how long an ended session is kept, the margin. Answers the ids of
+ * the sessions it ended.
  */
-const START = `
+const START = `${END_SESSION}
+local margin = tonumber(ARGV[11])
 redis.call('HSET', KEYS[1], 'user', ARGV[2], 'username', ARGV[3], 'gen', 0, 'created', ARGV[4], 'last', ARGV[4],
-  'address', ARGV[5], 'ua', ARGV[6], 'exp', ARGV[7], 'ws', 0, 'wc', 0)
-redis.call('PEXPIREAT', KEYS[1], ARGV[8])
-redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
-local ids = redis.call('ZRANGE', KEYS[2], 0, -1)
+  'address', ARGV[5], 'ua', ARGV[6], 'exp', ARGV[7], 'ws', 0, 'wc', 0, 'ended', 0)
+redis.call('PEXPIREAT', KEYS[1], tonumber(ARGV[7]) + margin)
 local live = {}
-for _, id in ipairs(ids) do
-  if redis.call('EXISTS', ARGV[10] .. id) == 1 then table.insert(live, id) else redis.call('ZREM', KEYS[2], id) end
+for _, id in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
+  local key = ARGV[9] .. id
+  if redis.call('EXISTS', key) == 0 or redis.call('HGET', key, 'ended') == '1' then
+    redis.call('ZREM', KEYS[2], id)
+  else
+    table.insert(live, id)
+  end
 end
+redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
+if redis.call('PEXPIRETIME', KEYS[2]) == -1 then redis.call('PEXPIREAT', KEYS[2], tonumber(ARGV[7]) + margin) end
+keepSet(KEYS[2], tonumber(ARGV[7]) + margin)
 local ended = {}
-for i = 1, #live - tonumber(ARGV[9]) do
-  redis.call('DEL', ARGV[10] .. live[i])
+for i = 1, #live - (tonumber(ARGV[8]) - 1) do
+  endSession(ARGV[9] .. live[i], tonumber(ARGV[4]) + tonumber(ARGV[10]), margin)
   redis.call('ZREM', KEYS[2], live[i])
   table.insert(ended, live[i])
 end
@@ -31,20 +57,23 @@ return ended
 `
 
 /**
- * KEYS: the session. ARGV: the generation presented, now, the next token's expiry, the time Redis deletes the
- * session then, the limit's most refreshes and window. The same rule as decideRotation in session-store.ts.
+ * KEYS: the session. ARGV: the generation presented, now, the next token's expiry, the limit's most refreshes and
+ * window, how long an ended session is kept, the margin, the prefix of the users' sets. The same rule as
+ * decideRotation in session-store.ts.
  */
-const ROTATE = `
-local s = redis.call('HMGET', KEYS[1], 'gen', 'exp', 'ws', 'wc')
-local presented, now = tonumber(ARGV[1]), tonumber(ARGV[2])
+const ROTATE = `${END_SESSION}
+local s = redis.call('HMGET', KEYS[1], 'gen', 'exp', 'ws', 'wc', 'ended', 'user')
+local presented, now, margin = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[7])
 if not s[1] then return {'refused'} end
 local gen, exp, ws, wc = tonumber(s[1]), tonumber(s[2]), tonumber(s[3]), tonumber(s[4])
-if exp <= now or presented > gen then return {'refused'} end
+if exp <= now then return {'refused'} end
+if s[5] == '1' then return {'ended'} end
+if presented > gen then return {'refused'} end
 if presented < gen then
-  redis.call('DEL', KEYS[1])
+  endSession(KEYS[1], now + tonumber(ARGV[6]), margin)
   return {'reused'}
 end
-local max, windowMs = tonumber(ARGV[5]), tonumber(ARGV[6])
+local max, windowMs = tonumber(ARGV[4]), tonumber(ARGV[5])
 if now - ws >= windowMs then
   ws = now
   wc = 1
@@ -54,8 +83,14 @@ else
   wc = wc + 1
 end
 redis.call('HSET', KEYS[1], 'gen', gen + 1, 'last', now, 'exp', ARGV[3], 'ws', ws, 'wc', wc)
-redis.call('PEXPIREAT', KEYS[1], ARGV[4])
+redis.call('PEXPIREAT', KEYS[1], tonumber(ARGV[3]) + margin)
+keepSet(ARGV[8] .. s[6], tonumber(ARGV[3]) + margin)
 return {'rotated', unpack(redis.call('HMGET', KEYS[1], 'user', 'username', 'gen', 'created', 'last', 'address', 'ua', 'exp', 'ws', 'wc'))}
+`
+
+/** KEYS: the session. ARGV: how long an ended session is kept from now, the margin. */
+const END = `${END_SESSION}
+endSession(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]))
 `
 
 declare module 'ioredis' {
@@ -63,6 +98,7 @@ declare module 'ioredis' {
   interface RedisCommander<Context extends ClientContext> {
     sessionStart: (session: string, userSessions: string, ...args: Array<string | number>) => Result<string[], Context>
     sessionRotate: (session: string, ...args: Array<string | number>) => Result<string[], Context>
+    sessionEnd: (session: string, ...args: Array<string | number>) => Result<unknown, Context>
   }
 }
 
@@ -71,29 +107,32 @@ export class RedisSessionStore implements SessionStore {
   readonly #redis: Redis
   readonly #prefix: string
   readonly #status: DependencyStatus
+  readonly #endedKeepMs: number
 
-  constructor (redis: Redis, keyPrefix: string, status: DependencyStatus) {
+  constructor (redis: Redis, keyPrefix: string, status: DependencyStatus, endedKeepMs = DEFAULT_ENDED_KEEP_MS) {
     // Sent with EVALSHA, and the whole script only when Redis does not have it yet.
     redis.defineCommand('sessionStart', { numberOfKeys: 2, lua: START })
     redis.defineCommand('sessionRotate', { numberOfKeys: 1, lua: ROTATE })
+    redis.defineCommand('sessionEnd', { numberOfKeys: 1, lua: END })
     this.#redis = redis
     this.#prefix = keyPrefix
     this.#status = status
+    this.#endedKeepMs = endedKeepMs
   }
 
   async start (session: SessionRecord, maxPerUser: number): Promise<string[]> {
     return guarded(this.#status, () => this.#redis.sessionStart(
-      this.#sessionKey(session.id), `${this.#prefix}user-sessions:${userKey(session.userId)}`,
+      this.#sessionKey(session.id), this.#userSetKey(userKey(session.userId)),
       session.id, userKey(session.userId), session.username, session.createdMs, session.address, session.userAgent,
-      session.expiresMs, session.expiresMs + SKEW_MARGIN_MS, maxPerUser, this.#sessionKey('')
+      session.expiresMs, maxPerUser, this.#sessionKey(''), this.#endedKeepMs, SKEW_MARGIN_MS
     ))
   }
 
   async rotate (id: string, presented: number, nowMs: number, nextExpiresMs: number, limit: RefreshLimit): Promise<Rotation> {
     const [outcome, ...fields] = await guarded(this.#status, () => this.#redis.sessionRotate(
-      this.#sessionKey(id), presented, nowMs, nextExpiresMs, nextExpiresMs + SKEW_MARGIN_MS, limit.max, limit.windowMs
+      this.#sessionKey(id), presented, nowMs, nextExpiresMs, limit.max, limit.windowMs, this.#endedKeepMs, SKEW_MARGIN_MS, this.#userSetKey('')
     ))
-    if (outcome === 'reused') return { outcome }
+    if (outcome === 'reused' || outcome === 'ended') return { outcome }
     if (outcome === 'limited') return { outcome, retryAfterMs: Number(fields[0]) }
     if (outcome !== 'rotated') return { outcome: 'refused' }
     const [user, username, generation, created, lastUsed, address, userAgent, expires, windowStart, windowCount] = fields
@@ -111,14 +150,15 @@ export class RedisSessionStore implements SessionStore {
         userAgent,
         expiresMs: Number(expires),
         windowStartMs: Number(windowStart),
-        windowCount: Number(windowCount)
+        windowCount: Number(windowCount),
+        ended: false
       }
     }
   }
 
   async end (id: string): Promise<void> {
     // The user's set forgets the id at that user's next login.
-    await guarded(this.#status, () => this.#redis.del(this.#sessionKey(id)))
+    await guarded(this.#status, () => this.#redis.sessionEnd(this.#sessionKey(id), Date.now() + this.#endedKeepMs, SKEW_MARGIN_MS))
   }
 
   // The client belongs to the service's redis plugin, which closes it.
@@ -126,5 +166,9 @@ export class RedisSessionStore implements SessionStore {
 
   #sessionKey (id: string): string {
     return `${this.#prefix}session:${id}`
+  }
+
+  #userSetKey (user: string): string {
+    return `${this.#prefix}user-sessions:${user}`
   }
 }

@@ -3,8 +3,10 @@ import { MAX_ISSUED_AHEAD_SECONDS } from './token-claims.js'
 
 /**
  * One login and every token refreshed from it. The record is what every
- * instance agrees on: rotation compares and bumps `generation`, ending a
- * session deletes the record, and a refresh of a session without a record is
+ * instance agrees on: rotation compares and bumps `generation`; ending a
+ * session marks it ended and keeps it only as long as its access tokens could
+ * live, so that a later refresh with its token denies them again (should the
+ * first denial have failed); a refresh of a session without a record is
  * refused, so an ended session can never come back.
  */
 export interface SessionRecord {
@@ -24,6 +26,8 @@ export interface SessionRecord {
   /** The rate limit of refreshes: the start of the current window and the refreshes in it. */
   windowStartMs: number
   windowCount: number
+  /** Ended (logout, reuse, the cap, its owner): kept until its access tokens have expired, then swept. */
+  ended: boolean
 }
 
 /** How many refreshes one session may make per window. */
@@ -37,13 +41,18 @@ export type Rotation =
   | { outcome: 'rotated', session: SessionRecord }
   /** An older generation: someone holds a copy of a rotated token, and the session has now ended. */
   | { outcome: 'reused' }
+  /** The session had ended already: its access tokens must stay denied. */
+  | { outcome: 'ended' }
   | { outcome: 'limited', retryAfterMs: number }
   /** Unknown, ended or expired session, or a generation it never handed out. */
   | { outcome: 'refused' }
 
-/** Where the session records live: the database, Redis or this process's memory. */
+/**
+ * Where the session records live: the database, Redis or this process's memory. Each store keeps an ended
+ * session for `endedKeepMs` (given at construction: the access-token lifetime plus the skew margin).
+ */
 export interface SessionStore {
-  /** Records a new session, then ends the user's oldest sessions beyond `maxPerUser`; answers the ids it ended. */
+  /** Records a new session, then ends the user's oldest live sessions beyond `maxPerUser` (never the new one); answers the ids it ended. */
   start: (session: SessionRecord, maxPerUser: number) => Promise<string[]>
   /**
    * Rotates the session when `presented` is its current generation, atomically with every other
@@ -58,17 +67,23 @@ export interface SessionStore {
 /** A session record is kept this long after its last token expires, for instances whose clocks run behind. */
 export const SKEW_MARGIN_MS = MAX_ISSUED_AHEAD_SECONDS * 1000
 
+/** How long an ended session is kept when the store is not told: the default access-token lifetime (60m) plus the margin. */
+export const DEFAULT_ENDED_KEEP_MS = 60 * 60_000 + SKEW_MARGIN_MS
+
 /** What presenting a generation does to a session, whatever the store: the one rule the SQL and memory stores apply (Redis's script mirrors it). */
 export type Decision =
   | { action: 'rotate', next: SessionRecord }
   | { action: 'end' }
+  | { action: 'ended' }
   | { action: 'limited', retryAfterMs: number }
   | { action: 'refuse' }
 
 export function decideRotation (
   session: SessionRecord | undefined, presented: number, nowMs: number, nextExpiresMs: number, limit: RefreshLimit
 ): Decision {
-  if (session === undefined || session.expiresMs <= nowMs || presented > session.generation) return { action: 'refuse' }
+  if (session === undefined || session.expiresMs <= nowMs) return { action: 'refuse' }
+  if (session.ended) return { action: 'ended' }
+  if (presented > session.generation) return { action: 'refuse' }
   if (presented < session.generation) return { action: 'end' }
   const windowOver = nowMs - session.windowStartMs >= limit.windowMs
   if (!windowOver && session.windowCount >= limit.max) {
@@ -85,11 +100,17 @@ export function decideRotation (
   return { action: 'rotate', next }
 }
 
+/** An ended session's record: kept no longer than `endedKeepMs` from now. */
+export function endedRecord (session: SessionRecord, nowMs: number, endedKeepMs: number): SessionRecord {
+  return { ...session, ended: true, expiresMs: Math.min(session.expiresMs, nowMs + endedKeepMs) }
+}
+
 /** What the caller of rotate learns of a decision once it has been applied. */
 export function outcomeOf (decision: Decision): Rotation {
   switch (decision.action) {
     case 'rotate': return { outcome: 'rotated', session: decision.next }
     case 'end': return { outcome: 'reused' }
+    case 'ended': return { outcome: 'ended' }
     case 'limited': return { outcome: 'limited', retryAfterMs: decision.retryAfterMs }
     case 'refuse': return { outcome: 'refused' }
   }
@@ -108,8 +129,11 @@ export class MemorySessionStore implements SessionStore {
   readonly #byUser = new Map<string, Set<string>>()
   readonly #sweeper: NodeJS.Timeout
 
-  constructor (sweepIntervalMs = SWEEP_INTERVAL_MS) {
+  readonly #endedKeepMs: number
+
+  constructor (sweepIntervalMs = SWEEP_INTERVAL_MS, endedKeepMs = DEFAULT_ENDED_KEEP_MS) {
     this.#sweeper = setInterval(() => this.sweep(), sweepIntervalMs).unref()
+    this.#endedKeepMs = endedKeepMs
   }
 
   /** Sessions held, expired ones included until the next sweep. */
@@ -126,7 +150,8 @@ export class MemorySessionStore implements SessionStore {
     const ended: string[] = []
     for (const id of ids) {
       if (ids.size <= maxPerUser) break
-      this.#delete(id)
+      if (id === session.id) continue
+      this.#end(id, session.createdMs)
       ended.push(id)
     }
     return ended
@@ -135,12 +160,12 @@ export class MemorySessionStore implements SessionStore {
   async rotate (id: string, presented: number, nowMs: number, nextExpiresMs: number, limit: RefreshLimit): Promise<Rotation> {
     const decision = decideRotation(this.#sessions.get(id), presented, nowMs, nextExpiresMs, limit)
     if (decision.action === 'rotate') this.#sessions.set(id, decision.next)
-    if (decision.action === 'end') this.#delete(id)
+    if (decision.action === 'end') this.#end(id, nowMs)
     return outcomeOf(decision)
   }
 
   async end (id: string): Promise<void> {
-    this.#delete(id)
+    this.#end(id, Date.now())
   }
 
   /** Removes the sessions whose last token has expired (with the margin). */
@@ -154,13 +179,25 @@ export class MemorySessionStore implements SessionStore {
     clearInterval(this.#sweeper)
   }
 
+  /** Marks the session ended and takes it off its user's live sessions. */
+  #end (id: string, nowMs: number): void {
+    const session = this.#sessions.get(id)
+    if (session === undefined || session.ended) return
+    this.#sessions.set(id, endedRecord(session, nowMs, this.#endedKeepMs))
+    this.#unlist(session)
+  }
+
   #delete (id: string): void {
     const session = this.#sessions.get(id)
     if (session === undefined) return
     this.#sessions.delete(id)
+    this.#unlist(session)
+  }
+
+  #unlist (session: SessionRecord): void {
     const key = userKey(session.userId)
     const ids = this.#byUser.get(key)
-    ids?.delete(id)
+    ids?.delete(session.id)
     if (ids?.size === 0) this.#byUser.delete(key)
   }
 }

@@ -48,8 +48,8 @@ export interface SessionsOptions {
 /**
  * A session is one login: every access token issued through it, at login and at
  * each refresh, carries its id (`sid`) and a `jti` of its own. Ending a session
- * (logout, a reused refresh token, a user over the session cap) deletes its
- * record, so it can never refresh again, and denies its access tokens until the
+ * (logout, a reused refresh token, a user over the session cap) marks its record
+ * ended, so it can never refresh again, and denies its access tokens until the
  * last one issued could expire.
  */
 export class Sessions {
@@ -79,7 +79,8 @@ export class Sessions {
       // Without refresh tokens the session lives as long as its one access token.
       expiresMs: nowMs + (refreshEnabled ? refreshLifetimeSeconds : accessLifetimeSeconds) * 1000,
       windowStartMs: 0,
-      windowCount: 0
+      windowCount: 0,
+      ended: false
     }
     const ended = await store.start(session, maxPerUser)
     for (const id of ended) await this.#deny(id)
@@ -100,7 +101,8 @@ export class Sessions {
     const presented = await this.#claimsOf(refreshToken, nowMs)
     if (presented === undefined) return undefined
     const rotation = await store.rotate(presented.sessionId, presented.generation, nowMs, nowMs + refreshLifetimeSeconds * 1000, refreshLimit)
-    if (rotation.outcome === 'reused') await this.#deny(presented.sessionId)
+    // A session that ended now, or earlier (in case its first denial failed): its access tokens stay denied.
+    if (rotation.outcome === 'reused' || rotation.outcome === 'ended') await this.#deny(presented.sessionId)
     if (rotation.outcome === 'limited') {
       const seconds = Math.max(1, Math.ceil(rotation.retryAfterMs / 1000))
       throw Object.assign(new TooManyRefreshes(seconds), { retryAfter: seconds })

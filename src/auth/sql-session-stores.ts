@@ -3,7 +3,9 @@ import type { DependencyStatus } from '../dependency-status.js'
 import type { RevocationStore } from './revocation-store.js'
 import type { UserId } from './schemas.js'
 import { guarded } from './session-errors.js'
-import { decideRotation, outcomeOf, SKEW_MARGIN_MS, userKey, type RefreshLimit, type Rotation, type SessionRecord, type SessionStore } from './session-store.js'
+import {
+  decideRotation, DEFAULT_ENDED_KEEP_MS, outcomeOf, SKEW_MARGIN_MS, userKey, type RefreshLimit, type Rotation, type SessionRecord, type SessionStore
+} from './session-store.js'
 
 /** The denylist in PostgreSQL (tables of migration 003): one indexed lookup per guarded request. */
 export class SqlRevocationStore implements RevocationStore {
@@ -42,9 +44,10 @@ interface SessionRow extends Record<string, unknown> {
   expires_at_ms: string
   window_start_ms: string
   window_count: number
+  ended: boolean
 }
 
-const COLUMNS = 'id, user_id, username, generation, created_at_ms, last_used_at_ms, address, user_agent, expires_at_ms, window_start_ms, window_count'
+const COLUMNS = 'id, user_id, username, generation, created_at_ms, last_used_at_ms, address, user_agent, expires_at_ms, window_start_ms, window_count, ended'
 
 function recordOf (row: SessionRow): SessionRecord {
   const userId: UserId = JSON.parse(row.user_id)
@@ -59,7 +62,8 @@ function recordOf (row: SessionRow): SessionRecord {
     userAgent: row.user_agent,
     expiresMs: Number(row.expires_at_ms),
     windowStartMs: Number(row.window_start_ms),
-    windowCount: row.window_count
+    windowCount: row.window_count,
+    ended: row.ended
   }
 }
 
@@ -68,22 +72,24 @@ const SWEEP_BATCH = 100
 
 /** Sessions in PostgreSQL or PGlite (table of migration 007): one row per session, locked by each rotation. */
 export class SqlSessionStore implements SessionStore {
-  constructor (private readonly client: SqlClient, private readonly status: DependencyStatus) {}
+  constructor (private readonly client: SqlClient, private readonly status: DependencyStatus, private readonly endedKeepMs = DEFAULT_ENDED_KEEP_MS) {}
 
   async start (session: SessionRecord, maxPerUser: number): Promise<string[]> {
     return guarded(this.status, () => this.client.transaction(async (tx) => {
       // One user's logins take turns, so two at once cannot both stay under the cap.
       await tx.query("SELECT pg_advisory_xact_lock(hashtext('sessions:' || $1))", [userKey(session.userId)])
       await tx.query(
-        `INSERT INTO sessions (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+        `INSERT INTO sessions (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
         [session.id, userKey(session.userId), session.username, session.generation, session.createdMs, session.lastUsedMs,
-          session.address, session.userAgent, session.expiresMs, session.windowStartMs, session.windowCount]
+          session.address, session.userAgent, session.expiresMs, session.windowStartMs, session.windowCount, session.ended]
       )
+      // The user's other live sessions beyond the newest maxPerUser - 1 end (the new one never does).
       const ended = await tx.query<{ id: string }>(
-        `DELETE FROM sessions WHERE id IN (
-           SELECT id FROM sessions WHERE user_id = $1 AND expires_at_ms > $3 ORDER BY created_at_ms DESC, id OFFSET $2
+        `UPDATE sessions SET ended = true, expires_at_ms = LEAST(expires_at_ms, $5) WHERE id IN (
+           SELECT id FROM sessions WHERE user_id = $1 AND id <> $4 AND NOT ended AND expires_at_ms > $3
+           ORDER BY created_at_ms DESC, id OFFSET $2
          ) RETURNING id`,
-        [userKey(session.userId), maxPerUser, session.createdMs]
+        [userKey(session.userId), maxPerUser - 1, session.createdMs, session.id, session.createdMs + this.endedKeepMs]
       )
       await sweep(tx, session.createdMs)
       return ended.map((row) => row.id)
@@ -103,13 +109,20 @@ export class SqlSessionStore implements SessionStore {
           [id, next.generation, next.lastUsedMs, next.expiresMs, next.windowStartMs, next.windowCount]
         )
       }
-      if (decision.action === 'end') await tx.query('DELETE FROM sessions WHERE id = $1', [id])
+      if (decision.action === 'end') await this.#markEnded(tx, id, nowMs)
       return outcomeOf(decision)
     }))
   }
 
   async end (id: string): Promise<void> {
-    await guarded(this.status, () => this.client.query('DELETE FROM sessions WHERE id = $1', [id]))
+    await guarded(this.status, () => this.#markEnded(this.client, id, Date.now()))
+  }
+
+  async #markEnded (executor: SqlExecutor, id: string, nowMs: number): Promise<void> {
+    await executor.query(
+      'UPDATE sessions SET ended = true, expires_at_ms = LEAST(expires_at_ms, $2) WHERE id = $1 AND NOT ended',
+      [id, nowMs + this.endedKeepMs]
+    )
   }
 
   /** The session whose pre-upgrade refresh token has this SHA-256 hash: that token is its generation 0. */

@@ -6,7 +6,7 @@ import { pgliteClient, postgresClient, type SqlClient } from '../../src/cats/sql
 import { migrate } from '../../src/cats/sql-migrations.js'
 import { DependencyStatus } from '../../src/dependency-status.js'
 import { MemoryRevocationStore, type RevocationStore } from '../../src/auth/revocation-store.js'
-import { MemorySessionStore, type SessionRecord, type SessionStore } from '../../src/auth/session-store.js'
+import { DEFAULT_ENDED_KEEP_MS, MemorySessionStore, type SessionRecord, type SessionStore } from '../../src/auth/session-store.js'
 import { RedisRevocationStore } from '../../src/auth/redis-revocation-store.js'
 import { RedisSessionStore } from '../../src/auth/redis-session-store.js'
 import { SqlRevocationStore, SqlSessionStore } from '../../src/auth/sql-session-stores.js'
@@ -41,6 +41,7 @@ const session = (overrides: Partial<SessionRecord> = {}): SessionRecord => {
     expiresMs: now + 60_000,
     windowStartMs: 0,
     windowCount: 0,
+    ended: false,
     ...overrides
   }
 }
@@ -100,7 +101,8 @@ function sessionContract (t: Test, open: Open<SessionStore>, openCounted: OpenCo
     }, 'the whole record comes back, a string user id kept a string')
     t.match(await rotate(store, mine.id, 1), { outcome: 'rotated', session: { generation: 2 } })
     t.strictSame(await rotate(store, mine.id, 1), { outcome: 'reused' }, 'generation 1 again')
-    t.strictSame(await rotate(store, mine.id, 2), { outcome: 'refused' }, 'the session has ended: its current generation no longer works')
+    t.strictSame(await rotate(store, mine.id, 2), { outcome: 'ended' }, 'the session has ended: its current generation no longer works')
+    t.strictSame(await rotate(store, mine.id, 1), { outcome: 'ended' }, 'nor does the reused one')
   })
 
   t.test('unknown sessions, generations never handed out and expired sessions are refused without ending anything', async (t) => {
@@ -123,8 +125,8 @@ function sessionContract (t: Test, open: Open<SessionStore>, openCounted: OpenCo
     await rotate(store, mine.id, 0)
     await store.end(mine.id)
     await store.end(mine.id)
-    t.strictSame(await rotate(store, mine.id, 1), { outcome: 'refused' })
-    t.strictSame(await rotate(store, mine.id, 0), { outcome: 'refused' })
+    t.strictSame(await rotate(store, mine.id, 1), { outcome: 'ended' })
+    t.strictSame(await rotate(store, mine.id, 0), { outcome: 'ended' })
     t.match(await rotate(store, other.id, 0), { outcome: 'rotated' })
   })
 
@@ -137,10 +139,24 @@ function sessionContract (t: Test, open: Open<SessionStore>, openCounted: OpenCo
     t.strictSame(await store.start(sessions[1], 2), [])
     t.strictSame(await store.start(sessions[2], 2), [sessions[0].id])
     t.strictSame(await store.start(sessions[3], 2), [sessions[1].id])
-    t.strictSame(await rotate(store, sessions[0].id, 0), { outcome: 'refused' })
-    t.strictSame(await rotate(store, sessions[1].id, 0), { outcome: 'refused' })
+    t.strictSame(await rotate(store, sessions[0].id, 0), { outcome: 'ended' })
+    t.strictSame(await rotate(store, sessions[1].id, 0), { outcome: 'ended' })
     t.match(await rotate(store, sessions[2].id, 0), { outcome: 'rotated' })
     t.match(await rotate(store, sessions[3].id, 0), { outcome: 'rotated' })
+  })
+
+  t.test('a new session never ends itself, whatever its start time; an ended one goes once its access tokens have expired', async (t) => {
+    const store = await open(t)
+    const now = Date.now()
+    const newer = session({ createdMs: now })
+    const late = session({ createdMs: now - 5000 })
+    await store.start(newer, 1)
+    t.strictSame(await store.start(late, 1), [newer.id], 'the other session ends, not the one that started')
+    t.match(await rotate(store, late.id, 0), { outcome: 'rotated' })
+    await store.end(late.id)
+    t.strictSame(await rotate(store, late.id, 1), { outcome: 'ended' })
+    const afterAccessTokens = Date.now() + DEFAULT_ENDED_KEEP_MS + 1000
+    t.strictSame(await rotate(store, late.id, 1, afterAccessTokens), { outcome: 'refused' }, 'no longer kept')
   })
 
   t.test('refreshes are limited per session and window', async (t) => {
@@ -180,7 +196,7 @@ function sessionContract (t: Test, open: Open<SessionStore>, openCounted: OpenCo
       const outcomes = await Promise.all(Array.from({ length: 8 }, () => rotate(store, mine.id, 0)))
       const rotations = outcomes.filter((o) => o.outcome === 'rotated').length
       if (rotations !== 1) t.fail(`trial ${trial}: ${rotations} rotations`)
-      t.strictSame(await rotate(store, mine.id, 1), { outcome: 'refused' }, 'the session ended')
+      t.strictSame(await rotate(store, mine.id, 1), { outcome: 'ended' }, 'the session ended')
     }
   })
 }
@@ -354,6 +370,10 @@ if (TEST_REDIS_URL === undefined || TEST_REDIS_URL === '') {
       await store.rotate(mine.id, 0, now, now + 20_000, NO_LIMIT)
       const later = await redis.pttl(`${prefix}session:${mine.id}`)
       t.ok(later > 79_000 && later <= 80_000, `after a rotation, TTL ${later} ms`)
+      const userSet = await redis.pttl(`${prefix}user-sessions:1`)
+      t.ok(userSet > 79_000 && userSet <= 80_000, `the user's set lives as long as their latest session: ${userSet} ms`)
+      await store.end(mine.id)
+      t.ok(await redis.pttl(`${prefix}session:${mine.id}`) <= 80_000, 'an ended session is not kept longer')
     })
   })
 }

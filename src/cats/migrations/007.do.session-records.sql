@@ -1,10 +1,15 @@
 -- One record per session (one login and every token refreshed from it), shared
 -- by every instance on this database. Rotation locks the row, compares and bumps
--- its generation; ending a session deletes the row, and a refresh whose session
--- has no row is refused, so an ended session never comes back. Refresh tokens are
+-- its generation; ending a session marks the row ended and keeps it only while
+-- its access tokens could live; a refresh whose session has no row is refused,
+-- so an ended session never comes back. Refresh tokens are
 -- not stored: each names its session and generation under a MAC. Times are
 -- milliseconds since the epoch, from the service's clock. user_id is the user's
 -- id as JSON, so a number stays a number.
+-- Instances of the release before this one write refresh_tokens until they
+-- stop: they wait here, so no token they rotate is lost when it is dropped.
+LOCK TABLE refresh_tokens IN EXCLUSIVE MODE;
+
 CREATE TABLE sessions (
   id text PRIMARY KEY,
   user_id text NOT NULL,
@@ -19,6 +24,7 @@ CREATE TABLE sessions (
   -- The per-session refresh rate limit: the current window's start and count.
   window_start_ms bigint NOT NULL DEFAULT 0,
   window_count integer NOT NULL DEFAULT 0,
+  ended boolean NOT NULL DEFAULT false,
   -- The SHA-256 hash of the refresh token a session held before this table
   -- existed: that token still refreshes once, as generation 0.
   legacy_token_hash bytea UNIQUE
