@@ -148,9 +148,9 @@ export class MemorySessionStore implements SessionStore {
     this.#sessions.set(session.id, session)
     ids.add(session.id)
     const ended: string[] = []
+    // Oldest first, and the new session last: it is never reached, since the cap is at least 1.
     for (const id of ids) {
       if (ids.size <= maxPerUser) break
-      if (id === session.id) continue
       this.#end(id, session.createdMs)
       ended.push(id)
     }
@@ -171,7 +171,9 @@ export class MemorySessionStore implements SessionStore {
   /** Removes the sessions whose last token has expired (with the margin). */
   sweep (nowMs = Date.now()): void {
     for (const [id, session] of this.#sessions) {
-      if (session.expiresMs + SKEW_MARGIN_MS <= nowMs) this.#delete(id)
+      if (session.expiresMs + SKEW_MARGIN_MS > nowMs) continue
+      this.#sessions.delete(id)
+      this.#unlist(session)
     }
   }
 
@@ -184,13 +186,6 @@ export class MemorySessionStore implements SessionStore {
     const session = this.#sessions.get(id)
     if (session === undefined || session.ended) return
     this.#sessions.set(id, endedRecord(session, nowMs, this.#endedKeepMs))
-    this.#unlist(session)
-  }
-
-  #delete (id: string): void {
-    const session = this.#sessions.get(id)
-    if (session === undefined) return
-    this.#sessions.delete(id)
     this.#unlist(session)
   }
 
