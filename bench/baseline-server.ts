@@ -14,12 +14,12 @@ import { UserStore } from '../src/auth/users.js'
 import type { Identity } from '../src/auth/schemas.js'
 import { hasAllowedAge } from '../src/auth/token-claims.js'
 import { bearerToken } from '../src/auth/bearer-token.js'
-import { MemoryRevocationStore } from '../src/auth/revocation-store.js'
+import { MemoryDenylist } from '../src/auth/denylist.js'
 import { errorBody } from '../src/http/error-body.js'
 import { ServiceMetrics, UNMATCHED_ROUTE } from '../src/metrics/service-metrics.js'
-import { apiSecurityHeaders } from '../src/http/security-headers.js'
+import { SECURITY_HEADERS } from '../src/http/security-headers.js'
 import { requestId, type ConnectionSettings } from '../src/http/server-options.js'
-import { CollectionFull, InvalidCredentials, InvalidToken, MissingToken, retryAfterFor, RouteNotFound, TooManyLoginsInProgress, type ServiceError } from '../src/http/errors.js'
+import { CollectionFull, InvalidCredentials, InvalidToken, MissingToken, retryAfterFor, RouteNotFound, TooManyLoginsInProgress, type ServiceError } from '../src/errors.js'
 
 /**
  * The reference point of the benchmark: the service's routes and semantics on
@@ -66,7 +66,6 @@ function isObject (value: unknown): value is JsonObject {
 }
 
 // The security headers of every response, from the same source as the service's.
-const SECURITY_HEADERS = apiSecurityHeaders()
 
 /** Every response's headers: the security headers, the request id (the client's UUID or a new one), and `headers`. */
 function responseHeaders (res: ServerResponse, headers: OutgoingHttpHeaders): OutgoingHttpHeaders {
@@ -198,7 +197,7 @@ export function createBaselineServer (options: BaselineOptions): Server {
     requiredClaims: ['exp', 'iat', 'sub', 'username']
   })
   // Its sweeper timer is unref'd: nothing to close when the server stops.
-  const revocations = new MemoryRevocationStore()
+  const denylist = new MemoryDenylist()
 
   function unauthorized (res: ServerResponse, tokenSent: boolean): void {
     sendServiceError(res, tokenSent ? new InvalidToken() : new MissingToken(), {
@@ -213,7 +212,7 @@ export function createBaselineServer (options: BaselineOptions): Server {
     if (!validSub || typeof username !== 'string' || username.length === 0 || !isRandomId(jti) || !isRandomId(sid) ||
       !Number.isInteger(iat) || !Number.isInteger(exp)) return undefined
     if (!hasAllowedAge({ iat: Number(iat), exp: Number(exp) }, expiresIn, Math.floor(Date.now() / 1000))) return undefined
-    if (revocations.isRevoked(jti, sid)) return undefined
+    if (denylist.isRevoked(jti, sid)) return undefined
     const user = users.findById(sub)
     if (user === undefined || user.username !== username) return undefined
     return { userId: user.id, username: user.username }
@@ -251,7 +250,7 @@ export function createBaselineServer (options: BaselineOptions): Server {
     const verified = authenticate(req, res)
     if (verified === undefined) return
     // eslint-disable-next-line no-void -- the memory denylist records the id at once; its promise cannot reject
-    void revocations.revoke(String(verified.claims.jti), Number(verified.claims.exp) * 1000).then(() => {
+    void denylist.revoke(String(verified.claims.jti), Number(verified.claims.exp) * 1000).then(() => {
       res.writeHead(204, responseHeaders(res, {}))
       res.end()
     })
@@ -273,7 +272,7 @@ export function createBaselineServer (options: BaselineOptions): Server {
     })
   }
 
-  function createCat (res: ServerResponse, body: unknown): void {
+  async function createCat (res: ServerResponse, body: unknown): Promise<void> {
     if (!isObject(body)) return sendInvalid(res, NOT_AN_OBJECT)
     const { name, age, breed } = body
     if (typeof name !== 'string' || typeof age !== 'number' || !Number.isInteger(age) || typeof breed !== 'string') {
@@ -284,10 +283,10 @@ export function createBaselineServer (options: BaselineOptions): Server {
       ]))
     }
     if (cats.size >= catsMax) return sendServiceError(res, new CollectionFull(catsMax))
-    sendJson(res, 201, cats.create({ name, age, breed }))
+    sendJsonText(res, 201, await cats.createJson({ name, age, breed }))
   }
 
-  function updateCat (res: ServerResponse, id: number, body: unknown): void {
+  async function updateCat (res: ServerResponse, id: number, body: unknown): Promise<void> {
     if (!isObject(body)) return sendInvalid(res, NOT_AN_OBJECT)
     const problems = findMergeProblems(body)
     if (problems.length > 0) {
@@ -296,12 +295,12 @@ export function createBaselineServer (options: BaselineOptions): Server {
         message: problem.message
       })))
     }
-    const json = cats.updateJson(id, body)
+    const json = await cats.updateJson(id, body)
     if (json === undefined) return sendEmpty(res)
     sendJsonText(res, 200, json)
   }
 
-  function oneCat (req: IncomingMessage, res: ServerResponse, rawId: string): void {
+  async function oneCat (req: IncomingMessage, res: ServerResponse, rawId: string): Promise<void> {
     const method = req.method
     if (method !== 'GET' && method !== 'PUT' && method !== 'DELETE') return notFound(req, res)
     if (!ID_PATTERN.test(rawId)) {
@@ -310,22 +309,22 @@ export function createBaselineServer (options: BaselineOptions): Server {
     const id = Number(rawId)
     if (method === 'PUT') return readJson(req, res, bodyLimit, (res, body) => updateCat(res, id, body))
     if (method === 'DELETE') {
-      cats.remove(id)
+      await cats.remove(id)
       return sendJson(res, 200, { deleted: true })
     }
-    const json = cats.findJson(id)
+    const json = await cats.findJson(id)
     if (json === undefined) return sendEmpty(res)
     sendJsonText(res, 200, json)
   }
 
-  function route (req: IncomingMessage, res: ServerResponse): void {
+  async function route (req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = pathOf(req)
     const method = req.method
     if (path === '/profile' && method === 'GET') return profile(req, res)
     if (path === '/auth/login' && method === 'POST') return readJson(req, res, bodyLimit, login)
     if (path === '/auth/logout' && method === 'POST') return logout(req, res)
     if (path === '/cats') {
-      if (method === 'GET') return sendJson(res, 200, cats.list())
+      if (method === 'GET') return sendJsonText(res, 200, `[${(await cats.page(0, Number.MAX_SAFE_INTEGER)).items}]`)
       if (method === 'POST') return readJson(req, res, bodyLimit, createCat)
     } else if (path.startsWith('/cats/')) {
       return oneCat(req, res, path.slice('/cats/'.length))

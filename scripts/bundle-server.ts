@@ -82,8 +82,8 @@ function outputOf (source: string): string {
 
 // These modules find files from their own folder, as they do in dist/src/: the app autoloads ../plugins
 // and ../routes, the migrations runner reads migrations/ beside itself. So their code must sit in src/.
-for (const source of ['src/app.ts', 'src/cats/sql-migrations.ts']) {
+for (const source of ['src/app.ts', 'src/db/migrations.ts']) {
   const folder = dirname(outputOf(source))
   if (folder !== join(outdir, 'src')) throw new Error(`${source} was bundled into ${relative(root, folder)}, not dist/server/src`)
 }
-cpSync(join(root, 'src', 'cats', 'migrations'), join(outdir, 'src', 'migrations'), { recursive: true })
+cpSync(join(root, 'src', 'db', 'migrations'), join(outdir, 'src', 'migrations'), { recursive: true })

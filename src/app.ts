@@ -7,6 +7,7 @@ import { useValidation } from './http/validator-compiler.js'
 import { serializersOnFirstUse } from './http/serializer-compiler.js'
 import { errorHandler, notFoundHandler } from './http/error-handler.js'
 import { sharedSchemas } from './http/shared-schemas.js'
+import { loadConfig } from './config.js'
 
 export type { AppOptions }
 
@@ -25,9 +26,12 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, opts) => {
   // Without a text parser, a text/plain body is a 415 instead of reaching validation.
   fastify.removeContentTypeParser('text/plain')
 
+  fastify.decorate('config', loadConfig(opts.config))
   // Not `opts` itself: it carries the host's `prefix`, which autoload would apply twice.
   const options: AppOptions = { config: opts.config, users: opts.users, validateToken: opts.validateToken, isRevoked: opts.isRevoked, metrics: opts.metrics }
-  await fastify.register(AutoLoad, { dir: join(root, 'plugins'), options })
+  // Third-party plugins first (the service's own depend on them), as fastify/demo lays them out.
+  await fastify.register(AutoLoad, { dir: join(root, 'plugins', 'external'), options })
+  await fastify.register(AutoLoad, { dir: join(root, 'plugins', 'app'), options })
 
   // These routes take small JSON bodies: a tighter limit than Fastify's 1 MiB default.
   const bodyLimit = fastify.config.BODY_LIMIT

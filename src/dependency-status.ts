@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify'
+import { isServiceError } from './errors.js'
 
 /** How long a readiness probe waits for one dependency. */
 export const PROBE_TIMEOUT_MS = 1000
@@ -50,4 +51,29 @@ export class DependencyStatus {
     if (answered) this.succeeded()
     return answered
   }
+}
+
+/** What `reported` tells of an operation's outcome: a DependencyStatus, or nothing. */
+export type Availability = Pick<DependencyStatus, 'failed' | 'succeeded'> | undefined
+
+/**
+ * Runs an operation on a dependency and tells `availability` how it went. The service's own errors (a full
+ * collection, a reused key) pass through; any other failure is an outage and becomes `unavailable(cause)`.
+ */
+export async function reported<T> (availability: Availability, unavailable: (cause: unknown) => Error, operation: () => Promise<T>): Promise<T> {
+  let result: T
+  try {
+    result = await operation()
+  } catch (error) {
+    if (isOwnError(error)) throw error
+    availability?.failed(error)
+    throw unavailable(error)
+  }
+  availability?.succeeded()
+  return result
+}
+
+function isOwnError (error: unknown): boolean {
+  if (!(error instanceof Error) || !('code' in error) || !('statusCode' in error)) return false
+  return typeof error.code === 'string' && typeof error.statusCode === 'number' && isServiceError(error.code, error.statusCode)
 }

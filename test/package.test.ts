@@ -24,12 +24,12 @@ t.test('the tarball holds the build, README, LICENSE and package.json; no tests,
   const files: string[] = packed.files.map((file: { path: string }) => file.path)
   t.comment(`npm pack: ${files.length} files, ${packed.size} bytes packed`)
   t.ok(files.includes('package.json') && files.includes('README.md') && files.includes('LICENSE'))
-  for (const entry of ['dist/src/app.js', 'dist/src/app.d.ts', 'dist/src/token-guard.js', 'dist/src/token-guard.d.ts', 'dist/src/server.js']) {
+  for (const entry of ['dist/src/app.js', 'dist/src/app.d.ts', 'dist/src/token-guard-plugin.js', 'dist/src/token-guard-plugin.d.ts', 'dist/src/server.js']) {
     t.ok(files.includes(entry), `ships ${entry}`)
   }
   t.ok(files.some((file) => file.startsWith('dist/plugins/')) && files.some((file) => file.startsWith('dist/routes/')), 'ships the autoloaded plugins and routes')
-  t.ok(files.includes('dist/src/cats/migrations/001.do.cats.sql'), 'ships the SQL migrations')
-  const unexpected = files.filter((file) => !/^(package\.json|README\.md|LICENSE|dist\/(src|plugins|routes)\/.+\.(js|d\.ts)|dist\/src\/cats\/migrations\/[0-9]{3}\.do\.[a-z-]+\.sql)$/.test(file))
+  t.ok(files.includes('dist/src/db/migrations/001.do.cats.sql'), 'ships the SQL migrations')
+  const unexpected = files.filter((file) => !/^(package\.json|README\.md|LICENSE|dist\/(src|plugins|routes)\/.+\.(js|d\.ts)|dist\/src\/db\/migrations\/[0-9]{3}\.do\.[a-z-]+\.sql)$/.test(file))
   t.strictSame(unexpected, [], 'nothing else: no test/, bench/, TypeScript sources or source maps')
   t.equal(pkg.license, 'MIT')
   t.match(readFileSync(join(root, 'LICENSE'), 'utf8'), /^MIT License/)
@@ -56,7 +56,9 @@ t.test('installed from the tarball into a host app outside the repository, the p
   writeFileSync(join(dir, 'host.ts'), `
 import Fastify from 'fastify'
 import catsApi from '${pkg.name}'
-import tokenGuard from '${pkg.name}/auth'
+import tokenGuard from '${pkg.name}/token-guard'
+import tokenGuardByItsEarlierName from '${pkg.name}/auth'
+if (tokenGuardByItsEarlierName !== tokenGuard) throw new Error('./auth is not the token guard')
 
 const config = { JWT_SECRET: process.env.JWT_SECRET ?? '', LOG_LEVEL: 'silent' }
 const host = Fastify()

@@ -1,7 +1,7 @@
 import t from 'tap'
 import Fastify, { type FastifyInstance } from 'fastify'
 import serviceApp from '../src/app.js'
-import tokenGuard from '../src/token-guard.js'
+import tokenGuard from '../src/token-guard-plugin.js'
 import { DEMO_USERS } from '../src/auth/demo-users.js'
 import { testConfig } from './support/app.js'
 

@@ -3,9 +3,9 @@ import { LoginBody, LoginReply } from '../../src/auth/schemas.js'
 import { NO_SECURITY, ref } from '../../src/http/schemas.js'
 import {
   badRequest, bodyTooLarge, invalidCredentials, loginUnavailable, tooManyLoginAttempts, unsupportedMediaType
-} from '../../src/http/error-responses.js'
+} from '../../src/http/error-response-schemas.js'
 import { durationToSeconds } from '../../src/config.js'
-import { InvalidCredentials } from '../../src/http/errors.js'
+import { InvalidCredentials } from '../../src/errors.js'
 import { clientAddress } from '../../src/http/client-address.js'
 
 const login: FastifyPluginAsyncTypebox = async (fastify) => {

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { BEARER_SECURITY } from '../../src/http/schemas.js'
-import { sessionsUnavailable, unauthorized } from '../../src/http/error-responses.js'
-import { InvalidToken } from '../../src/http/errors.js'
+import { sessionsUnavailable, unauthorized } from '../../src/http/error-response-schemas.js'
+import { InvalidToken } from '../../src/errors.js'
 
 const logout: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/logout', {

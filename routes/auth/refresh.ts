@@ -3,9 +3,9 @@ import { RefreshBody, RefreshReply } from '../../src/auth/schemas.js'
 import { NO_SECURITY } from '../../src/http/schemas.js'
 import {
   badRequest, bodyTooLarge, invalidRefreshToken, sessionsUnavailable, tooManyRefreshes, unsupportedMediaType
-} from '../../src/http/error-responses.js'
+} from '../../src/http/error-response-schemas.js'
 import { durationToSeconds } from '../../src/config.js'
-import { InvalidRefreshToken } from '../../src/http/errors.js'
+import { InvalidRefreshToken } from '../../src/errors.js'
 
 /** Present only with refresh tokens on (REFRESH_TOKENS=true); otherwise the route does not exist (404). */
 const refresh: FastifyPluginAsyncTypebox = async (fastify) => {

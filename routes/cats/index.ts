@@ -4,33 +4,32 @@ import type { FastifyReply } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import {
   CatIdParams, CatReply, CreateCatBody, CreateCatHeaders, DeleteReply, JSON_CONTENT_TYPE, JsonText, ListCatsQuery, StoredCat, StoredCatList,
-  TEXT_CONTENT_TYPE, UpdateCatBody, catOrNothing
+  TEXT_CONTENT_TYPE, UpdateCatBody, catOrEmptyResponse
 } from '../../src/cats/schemas.js'
 import { LIST_CHUNK, WholeLists, decodeCursor, encodeCursor } from '../../src/cats/list-paging.js'
 import { BEARER_SECURITY, INTEGER_TEXT_PATTERN, NO_SECURITY, ref } from '../../src/http/schemas.js'
 import {
   badRequest, catTooLarge, bodyTooLarge, idempotencyKeyInUse, idempotencyKeyReused, insufficientStorage, listUnavailable, storeUnavailable, unauthorized,
   unsupportedMediaType
-} from '../../src/http/error-responses.js'
-import { LowMemory, TooManyLists } from '../../src/http/errors.js'
+} from '../../src/http/error-response-schemas.js'
+import { LowMemory, TooManyLists } from '../../src/errors.js'
 import { invalidRequest } from '../../src/http/validation-issues.js'
-import { writesAllowed } from '../../src/cats/memory-guard.js'
+import { writesAllowed } from '../../src/cats/low-memory.js'
 import { findMergeProblems } from '../../src/cats/merge-safety.js'
-import { mapMaybePromise } from '../../src/maybe-promise.js'
 import { clientAddress } from '../../src/http/client-address.js'
 
 const cats: FastifyPluginAsyncTypebox = async (fastify) => {
   const { CATS_AUTH, WRITE_HEAP_RATIO, LIST_STREAMS_MAX, LIST_WRITE_TIMEOUT_MS } = fastify.config
   // Public by default; CATS_AUTH=required puts the token guard on every route here.
   const guarded = CATS_AUTH === 'required'
-  const guard = guarded ? { onRequest: fastify.authenticate } : {}
+  const authHook = guarded ? { onRequest: fastify.authenticate } : {}
   const security = { security: guarded ? BEARER_SECURITY : NO_SECURITY }
   const authErrors = guarded ? { 401: unauthorized } : {}
   const badId = badRequest('The id is not an integer in decimal digits', 'params.id', `must match pattern "${INTEGER_TEXT_PATTERN}"`)
   const catId = (params: CatIdParams): number => Number(params.id)
   // A cat's JSON text as the store keeps it; when no cat has the id, an empty 200, as text/plain so that no
   // client parses it as a cat.
-  const catOrNoCat = (reply: FastifyReply, json: string | undefined): string => {
+  const catOrEmpty = (reply: FastifyReply, json: string | undefined): string => {
     reply.type(json === undefined ? TEXT_CONTENT_TYPE : JSON_CONTENT_TYPE)
     return json ?? ''
   }
@@ -44,7 +43,7 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
   const wholeLists = new WholeLists(fastify.catsStore, { maxStreams: LIST_STREAMS_MAX, writeTimeoutMs: LIST_WRITE_TIMEOUT_MS })
 
   fastify.post('', {
-    ...guard,
+    ...authHook,
     schema: {
       tags: ['cats'],
       operationId: 'createCat',
@@ -64,16 +63,16 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
         507: insufficientStorage
       }
     }
-  }, (request, reply) => {
+  }, async (request, reply) => {
     assertMemoryForWrites()
     const key = request.headers['idempotency-key']
     // The store's JSON text of the cat has exactly the reply's fields in its order, so it is sent as it is.
     reply.code(201).type(JSON_CONTENT_TYPE)
-    if (key === undefined) return fastify.catsStore.createJson(request.body)
+    if (key === undefined) return await fastify.catsStore.createJson(request.body)
     const { name, age, breed } = request.body
     // Per user when creates need a token, so one user's key never answers another's request.
     const user = guarded ? String(request.user.userId) : undefined
-    const result = fastify.catsStore.createOnce(request.body, {
+    const { json, replayed } = await fastify.catsStore.createOnce(request.body, {
       scope: user ?? '',
       key,
       // A hash, not the body: a repeat is recognised without keeping what it sent.
@@ -81,14 +80,12 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
       // The keys a client may keep are counted against it: the user, or the address as every limit per client counts it.
       client: user ?? clientAddress(request.ip)
     })
-    return mapMaybePromise(result, ({ json, replayed }) => {
-      if (replayed) reply.header('idempotent-replayed', 'true')
-      return json
-    })
+    if (replayed) reply.header('idempotent-replayed', 'true')
+    return json
   })
 
   fastify.get('', {
-    ...guard,
+    ...authHook,
     schema: {
       tags: ['cats'],
       operationId: 'listCats',
@@ -126,19 +123,19 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
   })
 
   fastify.get('/:id', {
-    ...guard,
+    ...authHook,
     schema: {
       tags: ['cats'],
       operationId: 'getCat',
       summary: 'Read one cat (an empty 200 when no cat has this id)',
       ...security,
       params: CatIdParams,
-      response: { 200: catOrNothing('The cat, or an empty text/plain body when no cat has this id', JsonText(ref(StoredCat))), 400: badId, ...authErrors, 503: storeUnavailable }
+      response: { 200: catOrEmptyResponse('The cat, or an empty text/plain body when no cat has this id', JsonText(ref(StoredCat))), 400: badId, ...authErrors, 503: storeUnavailable }
     }
-  }, (request, reply) => mapMaybePromise(fastify.catsStore.findJson(catId(request.params)), (json) => catOrNoCat(reply, json)))
+  }, async (request, reply) => catOrEmpty(reply, await fastify.catsStore.findJson(catId(request.params))))
 
   fastify.put('/:id', {
-    ...guard,
+    ...authHook,
     schema: {
       tags: ['cats'],
       operationId: 'updateCat',
@@ -147,7 +144,7 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
       params: CatIdParams,
       body: UpdateCatBody,
       response: {
-        200: catOrNothing('The whole cat after the merge, or an empty text/plain body when no cat has this id', JsonText(ref(StoredCat))),
+        200: catOrEmptyResponse('The whole cat after the merge, or an empty text/plain body when no cat has this id', JsonText(ref(StoredCat))),
         400: badRequest('The id or the body is invalid: not a JSON object, a reserved key such as __proto__, or nested too deep',
           'params.id', `must match pattern "${INTEGER_TEXT_PATTERN}"`),
         ...authErrors,
@@ -157,16 +154,16 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
         507: insufficientStorage
       }
     }
-  }, (request, reply) => {
+  }, async (request, reply) => {
     const problems = findMergeProblems(request.body)
     if (problems.length > 0) throw invalidRequest('body', problems)
     assertMemoryForWrites()
     // The merged cat's JSON as stored: serialized once, by the store.
-    return mapMaybePromise(fastify.catsStore.updateJson(catId(request.params), request.body), (json) => catOrNoCat(reply, json))
+    return catOrEmpty(reply, await fastify.catsStore.updateJson(catId(request.params), request.body))
   })
 
   fastify.delete('/:id', {
-    ...guard,
+    ...authHook,
     schema: {
       tags: ['cats'],
       operationId: 'deleteCat',
@@ -180,7 +177,10 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
         503: storeUnavailable
       }
     }
-  }, (request) => mapMaybePromise(fastify.catsStore.remove(catId(request.params)), () => ({ deleted: true as const })))
+  }, async (request) => {
+    await fastify.catsStore.remove(catId(request.params))
+    return { deleted: true as const }
+  })
 }
 
 export default cats

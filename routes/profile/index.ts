@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Identity } from '../../src/auth/schemas.js'
 import { BEARER_SECURITY, ref } from '../../src/http/schemas.js'
-import { overloaded, unauthorized } from '../../src/http/error-responses.js'
+import { overloaded, unauthorized } from '../../src/http/error-response-schemas.js'
 
 const profile: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('', {

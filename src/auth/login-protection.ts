@@ -1,7 +1,10 @@
 import { randomUUID } from 'node:crypto'
 import type { DependencyStatus } from '../dependency-status.js'
-import { LoginLimiterUnavailable, TooManyLoginAttempts, TooManyLoginsInProgress } from '../http/errors.js'
-import { pairKey, type Admission, type LoginAttempt, type LoginAttemptStore, type Outcome } from './login-attempts.js'
+import { LoginLimiterUnavailable, TooManyLoginAttempts, TooManyLoginsInProgress } from '../errors.js'
+import { MemoryLoginAttempts, pairKey, type Admission, type LoginAttempt, type LoginAttemptStore, type LoginPolicy, type Outcome } from './login-lockout.js'
+import { RedisLoginAttempts } from './redis-login-lockout.js'
+import { durationToSeconds, type Config } from '../config.js'
+import type { RedisConnection } from '../redis-connection.js'
 import { SlotWaiters } from './slot-waiters.js'
 
 export interface LoginProtectionOptions {
@@ -85,4 +88,21 @@ export class LoginProtection {
       throw error
     }).finally(() => this.#waiters.freed(pairKey(attempt.username, attempt.client)))
   }
+}
+
+/** The login protection of the settings: its counters in Redis when there is one (shared by every instance), else in this process. */
+export function loginProtectionFor (config: Config, redis: RedisConnection | undefined): LoginProtection {
+  const ms = (duration: string): number => durationToSeconds(duration) * 1000
+  const policy: LoginPolicy = {
+    maxFailures: config.LOGIN_MAX_FAILURES,
+    windowMs: ms(config.LOGIN_FAILURE_WINDOW),
+    lockMs: ms(config.LOGIN_LOCK_DURATION),
+    lockMaxMs: ms(config.LOGIN_LOCK_MAX),
+    clientMaxFailures: config.LOGIN_CLIENT_MAX_FAILURES,
+    clientWindowMs: ms(config.LOGIN_CLIENT_FAILURE_WINDOW)
+  }
+  const maxWaiting = config.LOGIN_SLOT_QUEUE_MAX
+  return redis === undefined
+    ? new LoginProtection(new MemoryLoginAttempts(policy), { maxWaiting })
+    : new LoginProtection(new RedisLoginAttempts(redis.client, config.REDIS_KEY_PREFIX, policy), { status: redis.status, maxWaiting })
 }

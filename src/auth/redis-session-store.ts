@@ -1,8 +1,7 @@
 import type { Redis, Result, ClientContext } from 'ioredis'
 import type { DependencyStatus } from '../dependency-status.js'
 import type { UserId } from './schemas.js'
-import { guarded } from './session-errors.js'
-import { DEFAULT_ENDED_KEEP_MS, SKEW_MARGIN_MS, userKey, type RefreshLimit, type Rotation, type SessionRecord, type SessionStore } from './session-store.js'
+import { DEFAULT_ENDED_KEEP_MS, SKEW_MARGIN_MS, sessionStoreCall, userKey, type RefreshLimit, type Rotation, type SessionRecord, type SessionStore } from './session-store.js'
 
 // A session is one hash, which Redis deletes a margin after its last token expires; each user has a sorted set of
 // their session ids by creation, kept as long as their latest session. Each operation is one script, so rotations
@@ -121,7 +120,7 @@ export class RedisSessionStore implements SessionStore {
   }
 
   async start (session: SessionRecord, maxPerUser: number): Promise<string[]> {
-    return guarded(this.#status, () => this.#redis.sessionStart(
+    return sessionStoreCall(this.#status, () => this.#redis.sessionStart(
       this.#sessionKey(session.id), this.#userSetKey(userKey(session.userId)),
       session.id, userKey(session.userId), session.username, session.createdMs, session.address, session.userAgent,
       session.expiresMs, maxPerUser, this.#sessionKey(''), this.#endedKeepMs, SKEW_MARGIN_MS
@@ -129,7 +128,7 @@ export class RedisSessionStore implements SessionStore {
   }
 
   async rotate (id: string, presented: number, nowMs: number, nextExpiresMs: number, limit: RefreshLimit): Promise<Rotation> {
-    const [outcome, ...fields] = await guarded(this.#status, () => this.#redis.sessionRotate(
+    const [outcome, ...fields] = await sessionStoreCall(this.#status, () => this.#redis.sessionRotate(
       this.#sessionKey(id), presented, nowMs, nextExpiresMs, limit.max, limit.windowMs, this.#endedKeepMs, SKEW_MARGIN_MS, this.#userSetKey('')
     ))
     if (outcome === 'reused' || outcome === 'ended') return { outcome }
@@ -158,7 +157,7 @@ export class RedisSessionStore implements SessionStore {
 
   async end (id: string): Promise<void> {
     // The user's set forgets the id at that user's next login.
-    await guarded(this.#status, () => this.#redis.sessionEnd(this.#sessionKey(id), Date.now() + this.#endedKeepMs, SKEW_MARGIN_MS))
+    await sessionStoreCall(this.#status, () => this.#redis.sessionEnd(this.#sessionKey(id), Date.now() + this.#endedKeepMs, SKEW_MARGIN_MS))
   }
 
   // The client belongs to the service's redis plugin, which closes it.

@@ -1,4 +1,6 @@
 import type { UserId } from './schemas.js'
+import { reported, type DependencyStatus } from '../dependency-status.js'
+import { SessionStoreUnavailable } from '../errors.js'
 import { MAX_ISSUED_AHEAD_SECONDS } from './token-claims.js'
 
 /**
@@ -195,4 +197,9 @@ export class MemorySessionStore implements SessionStore {
     ids?.delete(session.id)
     if (ids?.size === 0) this.#byUser.delete(key)
   }
+}
+
+/** Runs an operation of a shared session store (see `reported`): a failure becomes SessionStoreUnavailable. */
+export async function sessionStoreCall<T> (status: DependencyStatus, operation: () => Promise<T>): Promise<T> {
+  return await reported(status, (cause) => new SessionStoreUnavailable({ cause }), operation)
 }

@@ -1,10 +1,10 @@
 import { createHash, randomUUID } from 'node:crypto'
 import { decodeRefreshToken, encodeRefreshToken, type RefreshTokenClaims } from './refresh-token.js'
-import type { RevocationStore } from './revocation-store.js'
+import type { Denylist } from './denylist.js'
 import { SKEW_MARGIN_MS, type RefreshLimit, type SessionRecord, type SessionStore } from './session-store.js'
 import type { TokenClaims, UserId, VerifiedClaims } from './schemas.js'
 import type { UserStore } from './users.js'
-import { TooManyRefreshes } from '../http/errors.js'
+import { TooManyRefreshes } from '../errors.js'
 
 /** The tokens login and refresh hand out. */
 export interface IssuedTokens {
@@ -41,7 +41,7 @@ export interface SessionsOptions {
   /** Most live sessions per user; a login beyond it ends the user's oldest. */
   maxPerUser: number
   store: SessionStore & { legacySession?: (tokenHash: Buffer) => Promise<string | undefined> }
-  revocations: RevocationStore
+  denylist: Denylist
   users: Pick<UserStore, 'findById'>
 }
 
@@ -124,7 +124,7 @@ export class Sessions {
 
   /** Whether the guard must refuse this verified token. Synchronous (no I/O) with the memory store. */
   isRevoked (claims: VerifiedClaims): boolean | Promise<boolean> {
-    return this.#options.revocations.isRevoked(claims.jti, claims.sid)
+    return this.#options.denylist.isRevoked(claims.jti, claims.sid)
   }
 
   /** The session and generation a refresh token names, when it is genuine and unexpired. */
@@ -150,7 +150,7 @@ export class Sessions {
    * no later token exists, and an instance whose clock runs ahead may have issued one up to the margin later.
    */
   async #deny (sessionId: string): Promise<void> {
-    await this.#options.revocations.revoke(sessionId, Date.now() + this.#options.accessLifetimeSeconds * 1000 + SKEW_MARGIN_MS)
+    await this.#options.denylist.revoke(sessionId, Date.now() + this.#options.accessLifetimeSeconds * 1000 + SKEW_MARGIN_MS)
   }
 
   #accessToken (session: SessionRecord): string {

@@ -1,4 +1,4 @@
-import type { Admission, LoginAttempt } from './login-attempts.js'
+import type { Admission, LoginAttempt } from './login-lockout.js'
 
 /** What a waiting login ends with: admitted, or refused for a while (never "busy": it waits instead). */
 export type Answer = Exclude<Admission, { reason: 'busy' }>

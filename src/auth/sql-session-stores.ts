@@ -1,18 +1,17 @@
-import type { SqlClient, SqlExecutor } from '../cats/sql-client.js'
+import type { SqlClient, SqlExecutor } from '../db/sql-client.js'
 import type { DependencyStatus } from '../dependency-status.js'
-import type { RevocationStore } from './revocation-store.js'
+import type { Denylist } from './denylist.js'
 import type { UserId } from './schemas.js'
-import { guarded } from './session-errors.js'
 import {
-  decideRotation, DEFAULT_ENDED_KEEP_MS, outcomeOf, SKEW_MARGIN_MS, userKey, type RefreshLimit, type Rotation, type SessionRecord, type SessionStore
+  decideRotation, DEFAULT_ENDED_KEEP_MS, outcomeOf, sessionStoreCall, SKEW_MARGIN_MS, userKey, type RefreshLimit, type Rotation, type SessionRecord, type SessionStore
 } from './session-store.js'
 
 /** The denylist in PostgreSQL (tables of migration 003): one indexed lookup per guarded request. */
-export class SqlRevocationStore implements RevocationStore {
+export class SqlDenylist implements Denylist {
   constructor (private readonly client: SqlClient, private readonly status: DependencyStatus) {}
 
   async isRevoked (jti: string, sid: string): Promise<boolean> {
-    const rows = await guarded(this.status, () => this.client.query(
+    const rows = await sessionStoreCall(this.status, () => this.client.query(
       'SELECT 1 FROM revoked_tokens WHERE id IN ($1, $2) AND expires_at > now() LIMIT 1', [jti, sid]
     ))
     return rows.length > 0
@@ -20,7 +19,7 @@ export class SqlRevocationStore implements RevocationStore {
 
   async revoke (id: string, untilMs: number): Promise<void> {
     // Each revocation also sweeps the expired rows, so the table holds only live entries.
-    await guarded(this.status, () => this.client.query(
+    await sessionStoreCall(this.status, () => this.client.query(
       `WITH swept AS (DELETE FROM revoked_tokens WHERE expires_at <= now())
        INSERT INTO revoked_tokens (id, expires_at) VALUES ($1, to_timestamp($2::double precision / 1000))
        ON CONFLICT (id) DO UPDATE SET expires_at = GREATEST(revoked_tokens.expires_at, EXCLUDED.expires_at)`,
@@ -75,7 +74,7 @@ export class SqlSessionStore implements SessionStore {
   constructor (private readonly client: SqlClient, private readonly status: DependencyStatus, private readonly endedKeepMs = DEFAULT_ENDED_KEEP_MS) {}
 
   async start (session: SessionRecord, maxPerUser: number): Promise<string[]> {
-    return guarded(this.status, () => this.client.transaction(async (tx) => {
+    return sessionStoreCall(this.status, () => this.client.transaction(async (tx) => {
       // One user's logins take turns, so two at once cannot both stay under the cap.
       await tx.query("SELECT pg_advisory_xact_lock(hashtext('sessions:' || $1))", [userKey(session.userId)])
       await tx.query(
@@ -97,7 +96,7 @@ export class SqlSessionStore implements SessionStore {
   }
 
   async rotate (id: string, presented: number, nowMs: number, nextExpiresMs: number, limit: RefreshLimit): Promise<Rotation> {
-    return guarded(this.status, () => this.client.transaction(async (tx) => {
+    return sessionStoreCall(this.status, () => this.client.transaction(async (tx) => {
       // The row lock makes every other rotation or end of this session wait, then see this one's outcome.
       const [row] = await tx.query<SessionRow>(`SELECT ${COLUMNS} FROM sessions WHERE id = $1 FOR UPDATE`, [id])
       const decision = decideRotation(row === undefined ? undefined : recordOf(row), presented, nowMs, nextExpiresMs, limit)
@@ -115,7 +114,7 @@ export class SqlSessionStore implements SessionStore {
   }
 
   async end (id: string): Promise<void> {
-    await guarded(this.status, () => this.#markEnded(this.client, id, Date.now()))
+    await sessionStoreCall(this.status, () => this.#markEnded(this.client, id, Date.now()))
   }
 
   async #markEnded (executor: SqlExecutor, id: string, nowMs: number): Promise<void> {
@@ -127,7 +126,7 @@ export class SqlSessionStore implements SessionStore {
 
   /** The session whose pre-upgrade refresh token has this SHA-256 hash: that token is its generation 0. */
   async legacySession (tokenHash: Buffer): Promise<string | undefined> {
-    const [row] = await guarded(this.status, () => this.client.query<{ id: string }>(
+    const [row] = await sessionStoreCall(this.status, () => this.client.query<{ id: string }>(
       'SELECT id FROM sessions WHERE legacy_token_hash = $1', [tokenHash]
     ))
     return row?.id

@@ -1,11 +1,10 @@
-import type { CreateCatBody, StoredCat, UpdateCatBody } from './schemas.js'
-import type { MaybePromise } from '../maybe-promise.js'
+import type { CreateCatBody, UpdateCatBody } from './schemas.js'
 
 /** Limits every store enforces the same way. */
 export interface StoreLimits {
-  /** Most cats stored; a create past it fails with CollectionFullError. */
+  /** Most cats stored; a create past it fails with CollectionFull. */
   maxCats: number
-  /** Largest stored cat, as JSON bytes; a merge past it fails with CatTooLargeError. */
+  /** Largest stored cat, as JSON bytes; a merge past it fails with CatTooLarge. */
   maxCatBytes: number
   idempotencyKeys: IdempotencyKeyLimits
 }
@@ -80,36 +79,30 @@ export interface CatsPage {
  * list is in creation order; update shallow-merges every field but `id`.
  */
 export interface CatsStore {
-  count: () => MaybePromise<number>
-  list: () => MaybePromise<StoredCat[]>
+  count: () => Promise<number>
   /**
    * Up to `limit` cats created after the cat at `after` (0: from the first), in creation order, as the
    * JSON text stored. Positions only grow, so paging by the last position neither skips nor repeats a cat.
    * With `maxBytes`, the page stops before the cat that would take its text (commas included) past that
    * many UTF-8 bytes, but holds at least one cat when any follows.
    */
-  page: (after: number, limit: number, maxBytes?: number) => MaybePromise<CatsPage>
-  find: (id: number) => MaybePromise<StoredCat | undefined>
-  /** The same cat as JSON text, as stored. */
-  findJson: (id: number) => MaybePromise<string | undefined>
-  /** Throws CollectionFullError when the store holds `maxCats` already. */
-  create: (fields: CreateCatBody) => MaybePromise<StoredCat>
-  /** The same create, answered with the new cat as JSON text, as stored. */
-  createJson: (fields: CreateCatBody) => MaybePromise<string>
+  page: (after: number, limit: number, maxBytes?: number) => Promise<CatsPage>
+  /** The earliest created cat with this id as JSON text, as stored; undefined when none has it. */
+  findJson: (id: number) => Promise<string | undefined>
+  /** The new cat as JSON text, as stored; throws CollectionFull when the store holds `maxCats` already. */
+  createJson: (fields: CreateCatBody) => Promise<string>
   /**
    * Creates the cat and records the key with it atomically, or, when the key was recorded within
    * IDEMPOTENCY_KEY_TTL_MS and is still kept, creates nothing and returns the cat's JSON as created (either way as
    * JSON text). Recording a key lets go of the oldest keys that `limits.idempotencyKeys` no longer leaves room for.
-   * Throws IdempotencyKeyReusedError for another fingerprint, IdempotencyKeyInUseError while the first
-   * request with the key is still running, CollectionFullError as create does (and records nothing).
+   * Throws IdempotencyKeyReused for another fingerprint, IdempotencyKeyInUse while the first
+   * request with the key is still running, CollectionFull as create does (and records nothing).
    */
-  createOnce: (fields: CreateCatBody, request: IdempotentRequest) => MaybePromise<IdempotentCreateResult>
-  /** Undefined when no cat has this id; throws CatTooLargeError when the merged cat would exceed `maxCatBytes`. */
-  update: (id: number, fields: UpdateCatBody) => MaybePromise<StoredCat | undefined>
-  /** The same merge, answered with the merged cat as JSON text, as stored. */
-  updateJson: (id: number, fields: UpdateCatBody) => MaybePromise<string | undefined>
-  remove: (id: number) => MaybePromise<void>
-  /** Whether the store can serve requests now (for readiness checks). */
-  isReady: () => MaybePromise<boolean>
-  close: () => MaybePromise<void>
+  createOnce: (fields: CreateCatBody, request: IdempotentRequest) => Promise<IdempotentCreateResult>
+  /**
+   * The merged cat as JSON text, as stored; undefined when no cat has this id. Throws CatTooLarge when the merged
+   * cat would exceed `maxCatBytes`.
+   */
+  updateJson: (id: number, fields: UpdateCatBody) => Promise<string | undefined>
+  remove: (id: number) => Promise<void>
 }

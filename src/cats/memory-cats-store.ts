@@ -6,7 +6,7 @@ import {
 } from './cats-store.js'
 import { IdQueue, nextCatId } from './id-assignment.js'
 import { assignFields, mergeWithinLimit } from './merge-rules.js'
-import { CollectionFullError, IdempotencyKeyReusedError } from './store-errors.js'
+import { CollectionFull, IdempotencyKeyReused } from '../errors.js'
 
 /** A stored cat with its JSON text (reads send that text without serializing again) and its place in creation order. */
 interface Entry {
@@ -38,7 +38,6 @@ interface KeyOwner {
  * stored cats plus one, so ids repeat after deletes; single-record operations
  * act on the earliest created cat with that id. Every operation but list is O(1)
  * (amortized), and a page is found by binary search.
- * Methods are synchronous; callers may await them like any CatsStore.
  */
 export class MemoryCatsStore implements CatsStore {
   /** Every entry in creation order; removed ones stay until they are half of it, so a removal costs O(1) amortized. */
@@ -84,17 +83,11 @@ export class MemoryCatsStore implements CatsStore {
     return this.#inCreationOrder.length - this.#removedInOrder
   }
 
-  count (): number {
+  async count (): Promise<number> {
     return this.size
   }
 
-  list (): StoredCat[] {
-    const cats: StoredCat[] = []
-    for (const entry of this.#inCreationOrder) if (!entry.removed) cats.push(entry.cat)
-    return cats
-  }
-
-  page (after: number, limit: number, maxBytes = Number.POSITIVE_INFINITY): CatsPage {
+  async page (after: number, limit: number, maxBytes = Number.POSITIVE_INFINITY): Promise<CatsPage> {
     const order = this.#inCreationOrder
     const texts: string[] = []
     let last = after
@@ -113,24 +106,16 @@ export class MemoryCatsStore implements CatsStore {
     return { items: texts.join(','), last, more: index < order.length }
   }
 
-  find (id: number): StoredCat | undefined {
-    return this.#byId.get(id)?.first?.cat
-  }
-
-  findJson (id: number): string | undefined {
+  async findJson (id: number): Promise<string | undefined> {
     return this.#byId.get(id)?.first?.json
   }
 
-  create (fields: CreateCatBody): StoredCat {
-    return this.#add(fields).cat
-  }
-
-  createJson (fields: CreateCatBody): string {
+  async createJson (fields: CreateCatBody): Promise<string> {
     return this.#add(fields).json
   }
 
   #add (fields: CreateCatBody): Entry {
-    if (this.size >= this.#limits.maxCats) throw new CollectionFullError(this.#limits.maxCats)
+    if (this.size >= this.#limits.maxCats) throw new CollectionFull(this.#limits.maxCats)
     const cat: StoredCat = { id: nextCatId(this.size), name: fields.name, age: fields.age, breed: fields.breed }
     const entry: Entry = { position: ++this.#lastPosition, cat, json: JSON.stringify(cat), removed: false }
     this.#inCreationOrder.push(entry)
@@ -143,14 +128,14 @@ export class MemoryCatsStore implements CatsStore {
     return entry
   }
 
-  /** Synchronous, so a first request is never in progress when its repeat arrives. */
-  createOnce (fields: CreateCatBody, request: IdempotentRequest): IdempotentCreateResult {
+  /** Without an await, so a first request is never in progress when its repeat arrives. */
+  async createOnce (fields: CreateCatBody, request: IdempotentRequest): Promise<IdempotentCreateResult> {
     const now = this.#now()
     this.#forgetExpiredKeys(now)
     const id = `${request.scope}\n${request.key}`
     const kept = this.#keys.peek(id)
     if (kept !== undefined) {
-      if (kept.fingerprint !== request.fingerprint) throw new IdempotencyKeyReusedError()
+      if (kept.fingerprint !== request.fingerprint) throw new IdempotencyKeyReused()
       return { replayed: true, json: kept.json }
     }
     const { json } = this.#add(fields)
@@ -159,16 +144,12 @@ export class MemoryCatsStore implements CatsStore {
   }
 
   /** Shallow-merges the fields into the cat; `id` never changes. */
-  update (id: number, fields: UpdateCatBody): StoredCat | undefined {
-    return this.#merge(id, fields)?.cat
-  }
-
-  updateJson (id: number, fields: UpdateCatBody): string | undefined {
+  async updateJson (id: number, fields: UpdateCatBody): Promise<string | undefined> {
     return this.#merge(id, fields)?.json
   }
 
   /** Removes the earliest created cat with this id, if any. */
-  remove (id: number): void {
+  async remove (id: number): Promise<void> {
     const queue = this.#byId.get(id)
     const entry = queue?.first
     if (queue === undefined || entry === undefined) return
@@ -180,18 +161,6 @@ export class MemoryCatsStore implements CatsStore {
       this.#inCreationOrder = this.#inCreationOrder.filter((kept) => !kept.removed)
       this.#removedInOrder = 0
     }
-  }
-
-  isReady (): boolean {
-    return true
-  }
-
-  close (): void {
-    this.#keys.clear()
-    this.#owners.clear()
-    this.#inCreationOrder = []
-    this.#removedInOrder = 0
-    this.#byId.clear()
   }
 
   #merge (id: number, fields: UpdateCatBody): Entry | undefined {

@@ -1,5 +1,5 @@
 import type { StoredCat, UpdateCatBody } from './schemas.js'
-import { CatTooLargeError } from './store-errors.js'
+import { CatTooLarge } from '../errors.js'
 
 /** The fields a merge writes, in the order it writes them: every one but `id`, which never changes. */
 export function mergedEntries (fields: UpdateCatBody): Array<[string, unknown]> {
@@ -17,11 +17,11 @@ export function assignFields (cat: StoredCat, fields: UpdateCatBody): StoredCat 
 
 /**
  * The cat merged with `fields` (a copy: the original is untouched) and its JSON
- * text; throws CatTooLargeError when that text is over `maxCatBytes`.
+ * text; throws CatTooLarge when that text is over `maxCatBytes`.
  */
 export function mergeWithinLimit (cat: StoredCat, fields: UpdateCatBody, maxCatBytes: number): { merged: StoredCat, json: string } {
   const merged = assignFields({ ...cat }, fields)
   const json = JSON.stringify(merged)
-  if (Buffer.byteLength(json) > maxCatBytes) throw new CatTooLargeError(maxCatBytes)
+  if (Buffer.byteLength(json) > maxCatBytes) throw new CatTooLarge(maxCatBytes)
   return { merged, json }
 }

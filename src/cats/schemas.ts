@@ -103,7 +103,7 @@ export const TEXT_CONTENT_TYPE = 'text/plain; charset=utf-8'
  * `undefined` for the empty body) and must check for an object before reading
  * a field.
  */
-export const catOrNothing = <T extends TSchema>(description: string, cat: T) => ({
+export const catOrEmptyResponse = <T extends TSchema>(description: string, cat: T) => ({
   description,
   content: {
     'application/json': { schema: cat },

@@ -5,13 +5,10 @@ import {
   type StoreLimits
 } from './cats-store.js'
 import { mergedEntries } from './merge-rules.js'
-import { batchedStatements } from './batched-statements.js'
-import { CatTooLargeError, CollectionFullError, IdempotencyKeyInUseError, IdempotencyKeyReusedError, StoreUnavailableError } from './store-errors.js'
-import type { NamedStatement, SqlClient, SqlExecutor } from './sql-client.js'
-import { PROBE_TIMEOUT_MS, type DependencyStatus } from '../dependency-status.js'
-
-/** Told whether the database answered, so an outage is logged once when it starts and once when it ends. */
-type Availability = Pick<DependencyStatus, 'failed' | 'succeeded'>
+import { batchedStatements } from '../db/batched-statements.js'
+import { CatTooLarge, CollectionFull, IdempotencyKeyInUse, IdempotencyKeyReused, StoreUnavailable } from '../errors.js'
+import type { NamedStatement, SqlClient, SqlExecutor } from '../db/sql-client.js'
+import { reported, type Availability } from '../dependency-status.js'
 
 interface DataRow extends Record<string, unknown> {
   data: StoredCat
@@ -131,14 +128,13 @@ const TOO_LARGE = Symbol('too large')
  */
 const MERGE_BATCHES = { maxBatchSize: 100, maxInFlight: 2, maxWaitMs: 100 }
 
-/** The store's own refusals, which pass through as they are. */
-const DOMAIN_ERRORS = [CollectionFullError, CatTooLargeError, IdempotencyKeyInUseError, IdempotencyKeyReusedError]
+const unavailable = (cause: unknown): Error => new StoreUnavailable({ cause })
 
 /** Cats in PostgreSQL (node-postgres or PGlite), with the same semantics as the in-memory store. */
 export class SqlCatsStore implements CatsStore {
   readonly #client: SqlClient
   readonly #limits: StoreLimits
-  readonly #availability: Availability | undefined
+  readonly #availability: Availability
   readonly #now: () => number
   /** GET /cats/:id: the reads of one turn of the event loop in one statement. */
   readonly #reads: DataLoader<number, string | undefined>
@@ -184,7 +180,7 @@ export class SqlCatsStore implements CatsStore {
       return outcomes
     }, MERGE_BATCHES)
     this.#creates = batchedStatements<CreateCatBody, CreatedRow>(async (cats) =>
-      (await this.#insert(this.#client, cats)).map((row) => row ?? new CollectionFullError(this.#limits.maxCats)), CREATE_BATCHES)
+      (await this.#insert(this.#client, cats)).map((row) => row ?? new CollectionFull(this.#limits.maxCats)), CREATE_BATCHES)
   }
 
   async count (): Promise<number> {
@@ -192,10 +188,6 @@ export class SqlCatsStore implements CatsStore {
       const [row] = await this.#client.query<{ count: string }>('SELECT count FROM cats_count')
       return Number(row.count)
     })
-  }
-
-  async list (): Promise<StoredCat[]> {
-    return this.#guard(async () => (await this.#client.query<DataRow>('SELECT data FROM cats ORDER BY seq')).map((row) => row.data))
   }
 
   async page (after: number, limit: number, maxBytes?: number): Promise<CatsPage> {
@@ -210,21 +202,9 @@ export class SqlCatsStore implements CatsStore {
     return this.#guard(() => this.#reads.load(id))
   }
 
-  async find (id: number): Promise<StoredCat | undefined> {
-    return this.#guard(async () => (await this.#client.query<DataRow>(`SELECT data ${EARLIEST_WITH_ID}`, [id]))[0]?.data)
-  }
-
-  async create (fields: CreateCatBody): Promise<StoredCat> {
-    return (await this.#created(fields)).data
-  }
-
+  /** The new cat as the batched create of its turn inserted it. */
   async createJson (fields: CreateCatBody): Promise<string> {
-    return (await this.#created(fields)).json
-  }
-
-  /** The new cat's row, as the batched create of its turn inserted it. */
-  async #created (fields: CreateCatBody): Promise<CreatedRow> {
-    return this.#guard(() => this.#creates.load(fields))
+    return (await this.#guard(() => this.#creates.load(fields))).json
   }
 
   async createOnce (fields: CreateCatBody, request: IdempotentRequest): Promise<IdempotentCreateResult> {
@@ -234,16 +214,16 @@ export class SqlCatsStore implements CatsStore {
     const { maxKeys, maxBytes, clientMaxKeys, clientMaxBytes } = this.#limits.idempotencyKeys
     return this.#guard(() => this.#client.transaction(async (tx) => {
       const [{ locked }] = await tx.query<{ locked: boolean }>(LOCK_KEY, [scope, key])
-      if (!locked) throw new IdempotencyKeyInUseError()
+      if (!locked) throw new IdempotencyKeyInUse()
       const [kept] = await tx.query<KeyRow>(FIND_KEY, [scope, key, expiredAt])
       if (kept !== undefined) {
-        if (kept.fingerprint !== fingerprint) throw new IdempotencyKeyReusedError()
+        if (kept.fingerprint !== fingerprint) throw new IdempotencyKeyReused()
         return { replayed: true, json: kept.response }
       }
       // In the same transaction: the key is committed with its cat or not at all. The create holds the count's
       // row lock from here on, so keys are recorded (and the limits checked) by one transaction at a time.
       const [row] = await this.#insert(tx, [fields])
-      if (row === undefined) throw new CollectionFullError(this.#limits.maxCats)
+      if (row === undefined) throw new CollectionFull(this.#limits.maxCats)
       await tx.query(RECORD_KEY, [
         scope, key, client, fingerprint, row.json, idempotencyKeyBytes(request, row.json), now, expiredAt,
         bound(clientMaxKeys), bound(clientMaxBytes), bound(maxKeys), bound(maxBytes)
@@ -263,20 +243,13 @@ export class SqlCatsStore implements CatsStore {
     return cats.map((_, index) => created.get(index + 1))
   }
 
-  async update (id: number, fields: UpdateCatBody): Promise<StoredCat | undefined> {
-    const json = await this.updateJson(id, fields)
-    if (json === undefined) return undefined
-    const cat: StoredCat = JSON.parse(json)
-    return cat
-  }
-
   /** The merged cat as the database wrote it: the text JSON.stringify writes for the merge, passed on unparsed. */
   async updateJson (id: number, fields: UpdateCatBody): Promise<string | undefined> {
     const entries = mergedEntries(fields)
     const keys = entries.map(([key]) => JSON.stringify(key))
     const values = entries.map(([, value]) => JSON.stringify(value))
     const outcome = await this.#guard(() => this.#merges.load({ id, keys, values }))
-    if (outcome === TOO_LARGE) throw new CatTooLargeError(this.#limits.maxCatBytes)
+    if (outcome === TOO_LARGE) throw new CatTooLarge(this.#limits.maxCatBytes)
     return outcome
   }
 
@@ -284,25 +257,8 @@ export class SqlCatsStore implements CatsStore {
     await this.#guard(() => this.#client.query(REMOVE, [id]))
   }
 
-  async isReady (): Promise<boolean> {
-    return this.#client.ping(PROBE_TIMEOUT_MS).then(() => true, () => false)
-  }
-
-  async close (): Promise<void> {
-    await this.#client.close()
-  }
-
-  /** Any database failure becomes StoreUnavailableError; the store's own refusals pass through. */
+  /** Runs a statement; a database failure becomes StoreUnavailable (see `reported`). */
   async #guard<T> (work: () => Promise<T>): Promise<T> {
-    let result: T
-    try {
-      result = await work()
-    } catch (error) {
-      if (DOMAIN_ERRORS.some((domain) => error instanceof domain)) throw error
-      this.#availability?.failed(error)
-      throw new StoreUnavailableError(error)
-    }
-    this.#availability?.succeeded()
-    return result
+    return reported(this.#availability, unavailable, work)
   }
 }

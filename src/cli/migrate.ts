@@ -1,6 +1,6 @@
 import { loadDatabaseConfig } from '../config.js'
-import { connect } from '../cats/sql-client.js'
-import { migrate, migrationStatus, type MigrationStatus } from '../cats/sql-migrations.js'
+import { connect } from '../db/sql-client.js'
+import { migrate, migrationStatus, type MigrationStatus } from '../db/migrations.js'
 
 // `migrate` applies the pending migrations to DATABASE_URL (the server also does this at start-up);
 // `migrate status` lists every migration, applied (and when) or pending, and changes nothing.

@@ -2,7 +2,7 @@ import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import { errorBody } from './error-body.js'
-import { ClientTimeout, HeadersTooLarge, MalformedRequest } from './errors.js'
+import { ClientTimeout, HeadersTooLarge, MalformedRequest } from '../errors.js'
 
 /** The error Node's HTTP parser reports for a connection. */
 interface ClientError extends Error {

@@ -1,11 +1,6 @@
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import { CatTooLargeError, CollectionFullError, IdempotencyKeyInUseError, IdempotencyKeyReusedError, StoreUnavailableError } from '../cats/store-errors.js'
-import { SessionStoreUnavailableError } from '../auth/session-errors.js'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { errorBody } from './error-body.js'
-import {
-  CatTooLarge, CollectionFull, IdempotencyKeyInUse, IdempotencyKeyReused, InternalError, isServiceError, retryAfterFor, RouteNotFound, SessionStoreUnavailable,
-  StoreUnavailable
-} from './errors.js'
+import { InternalError, isServiceError, retryAfterFor, RouteNotFound } from '../errors.js'
 import { toIssues, type FieldError } from './validation-issues.js'
 
 // A 4xx raised without a code of its own (not by Fastify, which names all of its errors).
@@ -22,17 +17,6 @@ export interface ThrownError extends Error {
   retryAfter?: number
 }
 
-/** The one place where the stores' domain errors get their HTTP meaning. */
-function fromDomain (error: ThrownError): ThrownError {
-  if (error instanceof CollectionFullError) return new CollectionFull(error.maxCats)
-  if (error instanceof CatTooLargeError) return new CatTooLarge(error.maxCatBytes)
-  if (error instanceof IdempotencyKeyInUseError) return new IdempotencyKeyInUse()
-  if (error instanceof IdempotencyKeyReusedError) return new IdempotencyKeyReused()
-  if (error instanceof StoreUnavailableError) return new StoreUnavailable({ cause: error.cause })
-  if (error instanceof SessionStoreUnavailableError) return new SessionStoreUnavailable({ cause: error.cause })
-  return error
-}
-
 const inErrorRange = (status: number | undefined): status is number => status !== undefined && status >= 400 && status <= 599
 
 /**
@@ -40,12 +24,11 @@ const inErrorRange = (status: number | undefined): status is number => status !=
  * their message; any other failure is logged in full and answered with a
  * generic 500-range message, so no internals reach the client.
  */
-export function errorHandler (thrown: FastifyError | ThrownError, request: FastifyRequest, reply: FastifyReply): void {
-  const error = fromDomain(thrown)
+export function errorHandler (error: ThrownError, request: FastifyRequest, reply: FastifyReply): void {
   const statusCode = inErrorRange(error.statusCode) ? error.statusCode : 500
   const exposed = statusCode < 500 || (error.code !== undefined && isServiceError(error.code, statusCode))
   // A 503 the service chose (a dependency is down) is no fault of the request: the outage is logged once, where it is tracked.
-  if (statusCode >= 500 && !(statusCode === 503 && exposed)) request.log.error({ err: thrown }, 'request failed')
+  if (statusCode >= 500 && !(statusCode === 503 && exposed)) request.log.error({ err: error }, 'request failed')
   const code = !exposed ? INTERNAL.code : error.code ?? GENERIC_CLIENT_ERROR_CODE
   const retryAfter = error.retryAfter ?? retryAfterFor(code)
   if (retryAfter !== undefined) reply.header('retry-after', String(retryAfter))

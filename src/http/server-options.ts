@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto'
-import { LogController, type FastifyHttpOptions, type FastifyRequest } from 'fastify'
+import type { FastifyHttpOptions, FastifyRequest } from 'fastify'
 import type { IncomingMessage, Server } from 'node:http'
-import { pino, type DestinationStream } from 'pino'
+import type { DestinationStream } from 'pino'
 import { parseTrustProxy, type Config } from '../config.js'
-import { lazyLogger, writesAt } from './request-logger.js'
 import { clientErrorHandler } from './client-errors.js'
 import { errorHandler } from './error-handler.js'
 
@@ -66,18 +65,16 @@ export function connectionSettings (config: Config): ConnectionSettings {
  * request ids, proxy trust, the body limit and the connection settings.
  */
 export function serverOptions (config: Config, destination?: DestinationStream): StandaloneServerOptions {
-  const logger = pino({
-    level: config.LOG_LEVEL,
-    redact: {
-      paths: ['req.headers.authorization', 'req.headers.cookie', '*.password', '*.access_token', '*.refresh_token'],
-      censor: '[redacted]'
-    }
-  }, destination)
   return {
-    loggerInstance: lazyLogger(logger, { req: requestForLog }),
-    // Fastify's "incoming request" and "request completed" lines are at info: below that level they
-    // would still be built on every request (their objects, the response time) only to be dropped.
-    logController: new LogController({ disableRequestLogging: !writesAt(config.LOG_LEVEL, 'info') }),
+    logger: {
+      level: config.LOG_LEVEL,
+      redact: {
+        paths: ['req.headers.authorization', 'req.headers.cookie', '*.password', '*.access_token', '*.refresh_token'],
+        censor: '[redacted]'
+      },
+      serializers: { req: requestForLog },
+      ...(destination !== undefined && { stream: destination })
+    },
     clientErrorHandler,
     // A URL the router refuses (a parameter over its length, a bad escape): Fastify's own answer
     // quotes the whole URL in another shape; the service's error handler shortens and shapes it.

@@ -1,4 +1,4 @@
-import { InvalidRequest } from './errors.js'
+import { InvalidRequest } from '../errors.js'
 import { MAX_MESSAGE_CHARS, shorten } from './error-body.js'
 import type { ValidationIssue } from './schemas.js'
 

@@ -1,8 +1,7 @@
 import type { onResponseHookHandler } from 'fastify'
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
 import type { HashQueueEvents } from '../auth/hash-queue.js'
-import { CatTooLargeError, CollectionFullError, StoreUnavailableError } from '../cats/store-errors.js'
-import { LoginLimiterUnavailable } from '../http/errors.js'
+import { CatTooLarge, CollectionFull, LoginLimiterUnavailable, StoreUnavailable } from '../errors.js'
 
 /** How a login attempt ended, by the status it was answered with. */
 export type LoginOutcome = 'success' | 'failure' | 'rate_limited' | 'unavailable' | 'invalid_request'
@@ -95,12 +94,12 @@ export class ServiceMetrics {
 
   /** Counts a request's error when it is a store error or a dependency outage; other errors show in the status label. */
   countError (error: Error): void {
-    if (error instanceof StoreUnavailableError) {
+    if (error instanceof StoreUnavailable) {
       this.storeErrors.inc({ error: 'unavailable' })
       this.dependencyErrors.inc({ dependency: 'database' })
-    } else if (error instanceof CollectionFullError) {
+    } else if (error instanceof CollectionFull) {
       this.storeErrors.inc({ error: 'collection_full' })
-    } else if (error instanceof CatTooLargeError) {
+    } else if (error instanceof CatTooLarge) {
       this.storeErrors.inc({ error: 'cat_too_large' })
     } else if (error instanceof LoginLimiterUnavailable) {
       this.dependencyErrors.inc({ dependency: 'redis' })

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t, { type Test } from 'tap'
 import type { Redis } from 'ioredis'
-import { MemoryLoginAttempts, type Admission, type LoginAttempt, type LoginAttemptStore, type LoginPolicy } from '../../src/auth/login-attempts.js'
-import { RedisLoginAttempts } from '../../src/auth/redis-login-attempts.js'
+import { MemoryLoginAttempts, type Admission, type LoginAttempt, type LoginAttemptStore, type LoginPolicy } from '../../src/auth/login-lockout.js'
+import { RedisLoginAttempts } from '../../src/auth/redis-login-lockout.js'
 import { testRedis } from '../support/redis.js'
 
 /**

@@ -2,16 +2,16 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto'
 import t, { type Test } from 'tap'
 import Fastify from 'fastify'
 import { Redis } from 'ioredis'
-import { pgliteClient, postgresClient, type SqlClient } from '../../src/cats/sql-client.js'
-import { migrate } from '../../src/cats/sql-migrations.js'
+import { pgliteClient, postgresClient, type SqlClient } from '../../src/db/sql-client.js'
+import { migrate } from '../../src/db/migrations.js'
 import { DependencyStatus } from '../../src/dependency-status.js'
-import { MemoryRevocationStore, type RevocationStore } from '../../src/auth/revocation-store.js'
+import { MemoryDenylist, type Denylist } from '../../src/auth/denylist.js'
 import { DEFAULT_ENDED_KEEP_MS, MemorySessionStore, type SessionRecord, type SessionStore } from '../../src/auth/session-store.js'
-import { RedisRevocationStore } from '../../src/auth/redis-revocation-store.js'
+import { RedisDenylist } from '../../src/auth/redis-denylist.js'
 import { RedisSessionStore } from '../../src/auth/redis-session-store.js'
-import { SqlRevocationStore, SqlSessionStore } from '../../src/auth/sql-session-stores.js'
+import { SqlDenylist, SqlSessionStore } from '../../src/auth/sql-session-stores.js'
 import { testRedis } from '../support/redis.js'
-import { SessionStoreUnavailableError } from '../../src/auth/session-errors.js'
+import { SessionStoreUnavailable } from '../../src/errors.js'
 import { closedPort } from '../support/ports.js'
 import { logCapture } from '../support/app.js'
 import { adminClient, freshSchemaOn, freshServerSchema, urlWithSchema } from '../support/sql-schemas.js'
@@ -48,7 +48,7 @@ const session = (overrides: Partial<SessionRecord> = {}): SessionRecord => {
 const NO_LIMIT = { max: 1_000_000, windowMs: 60_000 }
 const CAP = 100
 
-function revocationContract (t: Test, open: Open<RevocationStore>): void {
+function revocationContract (t: Test, open: Open<Denylist>): void {
   t.test('a revoked jti or sid is denied until its time, others are not', async (t) => {
     const store = await open(t)
     const [jti, sid, other] = [randomUUID(), randomUUID(), randomUUID()]
@@ -203,7 +203,7 @@ function sessionContract (t: Test, open: Open<SessionStore>, openCounted: OpenCo
 
 t.test('memory', async (t) => {
   revocationContract(t, async (t) => {
-    const store = new MemoryRevocationStore()
+    const store = new MemoryDenylist()
     t.teardown(() => store.close())
     return store
   })
@@ -218,7 +218,7 @@ t.test('memory', async (t) => {
   })
 
   t.test('the denylist answers synchronously and sweeps expired entries on its timer', async (t) => {
-    const store = new MemoryRevocationStore(50)
+    const store = new MemoryDenylist(50)
     t.teardown(() => store.close())
     t.equal(store.isRevoked('a', 'b'), false, 'a boolean, not a promise')
     await store.revoke('a', Date.now() + 100)
@@ -252,7 +252,7 @@ function sqlSuites (t: Test, openSchema: Open<SqlClient>): void {
     await migrate(client)
     return client
   }
-  revocationContract(t, async (t) => new SqlRevocationStore(await migrated(t), status))
+  revocationContract(t, async (t) => new SqlDenylist(await migrated(t), status))
   sessionContract(t, async (t) => new SqlSessionStore(await migrated(t), status), async (t) => {
     const client = await migrated(t)
     return { store: new SqlSessionStore(client, status), count: async () => Number((await client.query<{ n: string }>('SELECT count(*) AS n FROM sessions'))[0].n) }
@@ -261,17 +261,17 @@ function sqlSuites (t: Test, openSchema: Open<SqlClient>): void {
   t.test('expired rows are deleted as new ones arrive', async (t) => {
     const client = await migrated(t)
     const count = async (table: string): Promise<number> => Number((await client.query<{ n: string }>(`SELECT count(*) AS n FROM ${table}`))[0].n)
-    const revocations = new SqlRevocationStore(client, status)
-    await revocations.revoke('old', Date.now() + 100)
+    const denylist = new SqlDenylist(client, status)
+    await denylist.revoke('old', Date.now() + 100)
     await sleep(1200)
-    await revocations.revoke('new', Date.now() + 60_000)
+    await denylist.revoke('new', Date.now() + 60_000)
     t.equal(await count('revoked_tokens'), 1)
     const sessions = new SqlSessionStore(client, status)
     await sessions.start(session({ expiresMs: Date.now() - 61_000 }), CAP)
     await sessions.start(session({ expiresMs: Date.now() - 30_000 }), CAP)
     await sessions.start(session(), CAP)
     t.equal(await count('sessions'), 2, 'the one past the margin went')
-    await revocations.close()
+    await denylist.close()
     await sessions.close()
   })
 
@@ -307,20 +307,20 @@ t.test('PGlite in process', async (t) => {
   const shared = await inProcess
   sqlSuites(t, async (t) => await freshSchemaOn(t, shared, 'sessions_test'))
 
-  t.test('a database that fails gives SessionStoreUnavailableError, and its status hears of it', async (t) => {
+  t.test('a database that fails gives SessionStoreUnavailable, and its status hears of it', async (t) => {
     const client = await pgliteClient('memory')
     await client.close()
     const { stream, text } = logCapture()
     const status = new DependencyStatus('database', Fastify({ logger: { stream } }).log, async () => {})
     const operations: Array<() => Promise<unknown>> = [
-      () => new SqlRevocationStore(client, status).isRevoked('a', 'b'),
-      () => new SqlRevocationStore(client, status).revoke('a', Date.now() + 1000),
+      () => new SqlDenylist(client, status).isRevoked('a', 'b'),
+      () => new SqlDenylist(client, status).revoke('a', Date.now() + 1000),
       () => new SqlSessionStore(client, status).start(session(), CAP),
       () => new SqlSessionStore(client, status).rotate('s', 0, Date.now(), Date.now(), NO_LIMIT),
       () => new SqlSessionStore(client, status).end('s'),
       () => new SqlSessionStore(client, status).legacySession(Buffer.alloc(32))
     ]
-    for (const operation of operations) await t.rejects(operation(), SessionStoreUnavailableError)
+    for (const operation of operations) await t.rejects(operation(), SessionStoreUnavailable)
     t.match(text(), /"msg":"database unavailable"/, 'the outage is logged, once')
     t.equal(text().split('database unavailable').length, 2)
   })
@@ -349,7 +349,7 @@ if (TEST_REDIS_URL === undefined || TEST_REDIS_URL === '') {
     const status = new DependencyStatus('redis', silentLog, async () => {})
     revocationContract(t, async (t) => {
       const { redis, prefix } = testRedis(t, redisUrl)
-      return new RedisRevocationStore(redis, prefix, status)
+      return new RedisDenylist(redis, prefix, status)
     })
     sessionContract(t, async (t) => {
       const { redis, prefix } = testRedis(t, redisUrl)
@@ -378,19 +378,19 @@ if (TEST_REDIS_URL === undefined || TEST_REDIS_URL === '') {
   })
 }
 
-t.test('a Redis that cannot be reached gives SessionStoreUnavailableError', async (t) => {
+t.test('a Redis that cannot be reached gives SessionStoreUnavailable', async (t) => {
   const redis = new Redis(`redis://127.0.0.1:${await closedPort()}`, { maxRetriesPerRequest: 0, enableOfflineQueue: false, lazyConnect: true })
   redis.on('error', () => {})
-  const store = new RedisRevocationStore(redis, 'cats-test:', new DependencyStatus('redis', silentLog, async () => {}))
+  const store = new RedisDenylist(redis, 'cats-test:', new DependencyStatus('redis', silentLog, async () => {}))
   t.teardown(async () => {
     await store.close()
     redis.disconnect()
   })
-  await t.rejects(store.isRevoked('a', 'b'), SessionStoreUnavailableError)
-  await t.rejects(store.revoke('a', Date.now() + 60_000), SessionStoreUnavailableError)
+  await t.rejects(store.isRevoked('a', 'b'), SessionStoreUnavailable)
+  await t.rejects(store.revoke('a', Date.now() + 60_000), SessionStoreUnavailable)
   const sessions = new RedisSessionStore(redis, 'cats-test:', new DependencyStatus('redis', silentLog, async () => {}))
-  await t.rejects(sessions.start(session(), CAP), SessionStoreUnavailableError)
-  await t.rejects(sessions.rotate('s', 0, Date.now(), Date.now(), NO_LIMIT), SessionStoreUnavailableError)
-  await t.rejects(sessions.end('s'), SessionStoreUnavailableError)
+  await t.rejects(sessions.start(session(), CAP), SessionStoreUnavailable)
+  await t.rejects(sessions.rotate('s', 0, Date.now(), Date.now(), NO_LIMIT), SessionStoreUnavailable)
+  await t.rejects(sessions.end('s'), SessionStoreUnavailable)
   await sessions.close()
 })

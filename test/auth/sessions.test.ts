@@ -1,13 +1,13 @@
 import t from 'tap'
 import { randomUUID } from 'node:crypto'
-import { MemoryRevocationStore } from '../../src/auth/revocation-store.js'
+import { MemoryDenylist } from '../../src/auth/denylist.js'
 import { refreshTokenKey } from '../../src/auth/refresh-token.js'
 import { MemorySessionStore } from '../../src/auth/session-store.js'
 import { Sessions } from '../../src/auth/sessions.js'
 import type { TokenClaims } from '../../src/auth/schemas.js'
 
 /** A denylist whose next write fails, as Redis does when it is away while the database is not. */
-class FlakyDenylist extends MemoryRevocationStore {
+class FlakyDenylist extends MemoryDenylist {
   failNext = false
   override async revoke (id: string, untilMs: number): Promise<void> {
     if (this.failNext) {
@@ -20,10 +20,10 @@ class FlakyDenylist extends MemoryRevocationStore {
 
 t.test('a reuse whose denial failed denies the session\'s access tokens when the session is presented again', async (t) => {
   const store = new MemorySessionStore()
-  const revocations = new FlakyDenylist()
+  const denylist = new FlakyDenylist()
   t.teardown(async () => {
     await store.close()
-    await revocations.close()
+    await denylist.close()
   })
   const signed: TokenClaims[] = []
   const sessions = new Sessions({
@@ -35,7 +35,7 @@ t.test('a reuse whose denial failed denies the session\'s access tokens when the
     refreshLimit: { max: 100, windowMs: 60_000 },
     maxPerUser: 10,
     store,
-    revocations,
+    denylist,
     users: { findById: () => ({ id: 1, username: 'john', passwordHash: '' }) }
   })
   const { refreshToken: stolen } = await sessions.start({ id: 1, username: 'john' }, { address: '127.0.0.1', userAgent: 'test' })
@@ -43,7 +43,7 @@ t.test('a reuse whose denial failed denies the session\'s access tokens when the
   t.ok(thief !== undefined, 'the thief refreshed first')
   const { sid, jti } = signed[signed.length - 1]
   const claims = { sub: 1, username: 'john', sid, jti, iat: 0, exp: 0 }
-  revocations.failNext = true
+  denylist.failNext = true
   await t.rejects(sessions.refresh(stolen ?? ''), /away/, 'the owner\'s reuse ends the session, but its denial fails')
   t.equal(sessions.isRevoked(claims), false, 'the thief\'s access token is not denied yet')
   t.equal(await sessions.refresh(stolen ?? ''), undefined, 'the owner tries again')

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import type { Admission, LoginAttempt } from '../../src/auth/login-attempts.js'
+import type { Admission, LoginAttempt } from '../../src/auth/login-lockout.js'
 import { SlotWaiters, type Answer, type SlotWaitersOptions } from '../../src/auth/slot-waiters.js'
 
 // Attempts of one key ask the store one at a time and wait in this process for a slot: woken when one of theirs

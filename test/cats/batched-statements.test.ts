@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import { batchedStatements } from '../../src/cats/batched-statements.js'
+import { batchedStatements } from '../../src/db/batched-statements.js'
 
 /** A `run` that records each batch it is given and answers when told to. */
 function recorder () {

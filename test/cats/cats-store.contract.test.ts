@@ -3,10 +3,11 @@ import { PGlite } from '@electric-sql/pglite'
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket'
 import { MemoryCatsStore } from '../../src/cats/memory-cats-store.js'
 import { IDEMPOTENCY_KEY_TTL_MS, NO_LIMITS, type CatsStore, type IdempotentRequest, type StoreLimits } from '../../src/cats/cats-store.js'
-import { IdempotencyKeyInUseError, IdempotencyKeyReusedError } from '../../src/cats/store-errors.js'
-import { pgliteClient, postgresClient, type SqlClient } from '../../src/cats/sql-client.js'
+import { IdempotencyKeyInUse, IdempotencyKeyReused } from '../../src/errors.js'
+import { withObjects, type CatObjects } from '../support/cat-objects.js'
+import { pgliteClient, postgresClient, type SqlClient } from '../../src/db/sql-client.js'
 import { SqlCatsStore } from '../../src/cats/sql-cats-store.js'
-import { migrate } from '../../src/cats/sql-migrations.js'
+import { migrate } from '../../src/db/migrations.js'
 import type { CreateCatBody, StoredCat, UpdateCatBody } from '../../src/cats/schemas.js'
 import { adminClient, freshSchemaName, freshSchemaOn, freshServerSchema, urlWithSchema } from '../support/sql-schemas.js'
 
@@ -17,21 +18,20 @@ import { adminClient, freshSchemaName, freshSchemaOn, freshServerSchema, urlWith
  */
 
 /** Creates a fresh, empty store with these limits; whatever it opens is closed on the test's teardown. */
-type StoreFactory = (t: Test, limits?: StoreLimits, now?: () => number) => Promise<CatsStore>
+type StoreFactory = (t: Test, limits?: StoreLimits, now?: () => number) => Promise<CatsStore & CatObjects>
 /** SQL stores only: a client on a fresh, empty schema that nothing has migrated yet. */
 type SchemaFactory = (t: Test) => Promise<SqlClient>
 
 const cat = (name: string, age = 3, breed = 'Siamese'): CreateCatBody => ({ name, age, breed })
 const copy = <T>(value: T): T => structuredClone(value)
-const namesOf = async (store: CatsStore): Promise<unknown[]> => (await store.list()).map((stored) => stored.name)
-const idsOf = async (store: CatsStore): Promise<number[]> => (await store.list()).map((stored) => stored.id)
+const namesOf = async (store: CatObjects): Promise<unknown[]> => (await store.list()).map((stored) => stored.name)
+const idsOf = async (store: CatObjects): Promise<number[]> => (await store.list()).map((stored) => stored.id)
 const limits = (overrides: Partial<StoreLimits>): StoreLimits => ({ ...NO_LIMITS, ...overrides })
 
 /** The contract. `openSchema` adds the migration cases, which only SQL stores have. */
 function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFactory): void {
-  t.test('a fresh store is empty and ready; single-record operations on a missing id change nothing', async (t) => {
+  t.test('a fresh store is empty; single-record operations on a missing id change nothing', async (t) => {
     const store = await openStore(t)
-    t.equal(await store.isReady(), true)
     t.equal(await store.count(), 0)
     t.strictSame(await store.list(), [])
     t.equal(await store.find(1), undefined)
@@ -249,7 +249,7 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
     const again = await store.createOnce(cat('Tom'), request)
     t.strictSame(again, { replayed: true, json: '{"id":1,"name":"Tom","age":3,"breed":"Siamese"}' }, 'the answer as first sent, not the cat as it is now')
     t.equal(await store.count(), 1)
-    await t.rejects(Promise.resolve().then(() => store.createOnce(cat('Other'), { ...request, fingerprint: 'g' })), IdempotencyKeyReusedError)
+    await t.rejects(Promise.resolve().then(() => store.createOnce(cat('Other'), { ...request, fingerprint: 'g' })), IdempotencyKeyReused)
     t.equal(await store.count(), 1, 'a reused key creates nothing')
     const otherScope = await store.createOnce(cat('Tom'), { ...request, scope: 'user 2' })
     t.equal(otherScope.replayed, false, 'keys of another scope are separate')
@@ -276,7 +276,7 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
     const store = await openStore(t, limits({ maxCats: 1 }))
     await store.create(cat('A'))
     const request: IdempotentRequest = { scope: '', key: 'k', fingerprint: 'f', client: 'c' }
-    await t.rejects(Promise.resolve().then(() => store.createOnce(cat('B'), request)), { name: 'CollectionFullError' })
+    await t.rejects(Promise.resolve().then(() => store.createOnce(cat('B'), request)), { code: 'CATS_ERR_COLLECTION_FULL' })
     await store.remove(1)
     t.equal((await store.createOnce(cat('B'), request)).replayed, false)
     t.strictSame(await namesOf(store), ['B'])
@@ -288,7 +288,7 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
     const outcomes = await Promise.allSettled(Array.from({ length: 20 }, () => Promise.resolve().then(() => store.createOnce(cat('Tom'), request))))
     t.equal(await store.count(), 1)
     for (const outcome of outcomes) {
-      if (outcome.status === 'rejected') t.type(outcome.reason, IdempotencyKeyInUseError)
+      if (outcome.status === 'rejected') t.type(outcome.reason, IdempotencyKeyInUse)
       else t.equal(outcome.value.json, '{"id":1,"name":"Tom","age":3,"breed":"Siamese"}')
     }
     t.equal(outcomes.filter((outcome) => outcome.status === 'fulfilled' && !outcome.value.replayed).length, 1, 'exactly one created')
@@ -298,12 +298,12 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
     const store = await openStore(t, limits({ maxCats: 2 }))
     await store.create(cat('A'))
     await store.create(cat('B'))
-    await t.rejects(async () => await store.create(cat('C')), { name: 'CollectionFullError', message: /full \(2 cats\)/ })
+    await t.rejects(async () => await store.create(cat('C')), { code: 'CATS_ERR_COLLECTION_FULL', message: /full \(2 cats\)/ })
     t.equal(await store.count(), 2)
     t.strictSame(await namesOf(store), ['A', 'B'])
     await store.remove(1)
     t.equal((await store.create(cat('C'))).id, 2, 'room again after a delete')
-    await t.rejects(async () => await store.create(cat('D')), { name: 'CollectionFullError', message: /full/ })
+    await t.rejects(async () => await store.create(cat('D')), { code: 'CATS_ERR_COLLECTION_FULL', message: /full/ })
     t.strictSame(await namesOf(store), ['B', 'C'])
   })
 
@@ -318,8 +318,8 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
     t.equal(Buffer.byteLength(JSON.stringify({ ...created, ...fitting })), maxCatBytes, 'the test merge is exactly at the limit')
     t.strictSame(copy(await store.update(1, fitting)), { ...created, ...fitting }, 'exactly at the limit is allowed')
     const tooLarge = { note: `${fitting.note}x` }
-    await t.rejects(async () => await store.update(1, tooLarge), { name: 'CatTooLargeError', message: /larger than 120 bytes/ })
-    await t.rejects(async () => await store.update(1, { other: 'x'.repeat(500) }), { name: 'CatTooLargeError', message: /larger than/ })
+    await t.rejects(async () => await store.update(1, tooLarge), { code: 'CATS_ERR_CAT_TOO_LARGE', message: /larger than 120 bytes/ })
+    await t.rejects(async () => await store.update(1, { other: 'x'.repeat(500) }), { code: 'CATS_ERR_CAT_TOO_LARGE', message: /larger than/ })
     t.strictSame(copy(await store.find(1)), { ...created, ...fitting }, 'unchanged')
     t.strictSame(copy(await store.update(1, { note: 'short' })), { ...created, note: 'short' }, 'a merge that shrinks it works')
   })
@@ -364,7 +364,7 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
     const client = await openSchema(t)
     await Promise.all([migrate(client), migrate(client)])
     await migrate(client)
-    const store = new SqlCatsStore(client)
+    const store = withObjects(new SqlCatsStore(client))
     await store.create(cat('A'))
     await store.create(cat('B'))
     await store.remove(1)
@@ -380,7 +380,7 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
 const sqlStores = (openSchema: SchemaFactory): StoreFactory => async (t, storeLimits = NO_LIMITS, now = Date.now) => {
   const client = await openSchema(t)
   await migrate(client)
-  return new SqlCatsStore(client, storeLimits, { now })
+  return withObjects(new SqlCatsStore(client, storeLimits, { now }))
 }
 
 // Starting a PGlite takes seconds: both start now, while the memory suite runs.
@@ -393,9 +393,7 @@ t.teardown(async () => {
 
 t.test('in-memory MemoryCatsStore', async (t) => {
   contractSuite(t, async (t, storeLimits, now) => {
-    const store = new MemoryCatsStore(storeLimits, now)
-    t.teardown(() => store.close())
-    return store
+    return withObjects(new MemoryCatsStore(storeLimits, now))
   })
 })
 

@@ -6,12 +6,13 @@ import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t, { type Test } from 'tap'
+import { withObjects } from '../support/cat-objects.js'
 import { MemoryCatsStore } from '../../src/cats/memory-cats-store.js'
-import type { CatsPage } from '../../src/cats/cats-store.js'
+import type { CatsPage, CatsStore } from '../../src/cats/cats-store.js'
 import { CHUNK_BYTES, WholeLists, decodeCursor, encodeCursor, type ListedStore, type WholeListSettings } from '../../src/cats/list-paging.js'
 
-const fill = (store: MemoryCatsStore, count: number, name = (index: number) => `cat ${index}`): void => {
-  for (let index = 0; index < count; index++) store.create({ name: name(index), age: index, breed: 'x' })
+const fill = async (store: CatsStore, count: number, name = (index: number) => `cat ${index}`): Promise<void> => {
+  for (let index = 0; index < count; index++) await store.createJson({ name: name(index), age: index, breed: 'x' })
 }
 
 const settings = (overrides: Partial<WholeListSettings> = {}): WholeListSettings => ({ maxStreams: 5, writeTimeoutMs: 30_000, ...overrides })
@@ -81,69 +82,67 @@ const readAll = async (stream: Readable): Promise<Buffer[]> => {
 }
 
 t.test('a list that fits one chunk is one string; a longer one a stream of the same JSON in chunks of at most chunkBytes', async (t) => {
-  const store = new MemoryCatsStore()
-  fill(store, 3)
+  const store = withObjects(new MemoryCatsStore())
+  await fill(store, 3)
   const path = await serve(t, new WholeLists(store, settings({ chunkBytes: 200, pageCats: 3 })))
-  t.equal((await get(path)).text, JSON.stringify(store.list()), 'three cats fit one page and one chunk')
+  t.equal((await get(path)).text, JSON.stringify(await store.list()), 'three cats fit one page and one chunk')
 
-  fill(store, 100)
+  await fill(store, 100)
   const received = await get(path)
   t.equal(received.status, 200)
-  t.equal(received.text, JSON.stringify(store.list()))
+  t.equal(received.text, JSON.stringify(await store.list()))
   t.ok(received.chunks.length > 10, `sent in ${received.chunks.length} chunks`)
 })
 
 t.test('chunks are cut by bytes: a cat larger than a chunk and texts of several bytes per character', async (t) => {
-  const store = new MemoryCatsStore()
-  fill(store, 6, (index) => index === 2 ? 'é'.repeat(300) : `😺 ${index}`)
+  const store = withObjects(new MemoryCatsStore())
+  await fill(store, 6, (index) => index === 2 ? 'é'.repeat(300) : `😺 ${index}`)
   const stream = await streamOf(new WholeLists(store, settings({ chunkBytes: 64, pageCats: 2 })))
   const chunks = await readAll(stream)
-  t.equal(Buffer.concat(chunks).toString(), JSON.stringify(store.list()), 'the bytes are the list, whatever the cuts')
+  t.equal(Buffer.concat(chunks).toString(), JSON.stringify(await store.list()), 'the bytes are the list, whatever the cuts')
   t.ok(chunks.every((chunk) => chunk.length <= 64), `no chunk is over 64 bytes: ${chunks.map((chunk) => chunk.length).join(', ')}`)
   t.ok(chunks.some((chunk) => chunk.toString().includes('\ufffd')), 'a character may be cut between chunks')
 })
 
 t.test('pages are bounded in bytes as well as in cats: the whole list is read a chunk at a time', async (t) => {
-  const store = new MemoryCatsStore()
-  fill(store, 50, (index) => 'x'.repeat(index % 2 === 0 ? 3000 : 10))
+  const store = withObjects(new MemoryCatsStore())
+  await fill(store, 50, (index) => 'x'.repeat(index % 2 === 0 ? 3000 : 10))
   const pages: number[] = []
   const counting: ListedStore = {
-    page: (after: number, limit: number, maxBytes?: number): CatsPage => {
-      const page = store.page(after, limit, maxBytes)
+    page: async (after: number, limit: number, maxBytes?: number): Promise<CatsPage> => {
+      const page = await store.page(after, limit, maxBytes)
       pages.push(Buffer.byteLength(page.items))
       return page
     }
   }
   const chunks = await readAll(await streamOf(new WholeLists(counting, settings({ chunkBytes: 4096 }))))
-  t.equal(Buffer.concat(chunks).toString(), JSON.stringify(store.list()))
+  t.equal(Buffer.concat(chunks).toString(), JSON.stringify(await store.list()))
   t.ok(pages.every((bytes) => bytes <= 4096), `no page is over 4,096 bytes: ${pages.join(', ')}`)
   t.ok(chunks.every((chunk) => chunk.length <= 4096))
   t.equal(CHUNK_BYTES, 64 * 1024, 'the default chunk')
 })
 
 t.test('cats removed while the list streams are left out, even a whole page of them', async (t) => {
-  const store = new MemoryCatsStore()
-  fill(store, 6)
+  const store = withObjects(new MemoryCatsStore())
+  await fill(store, 6)
   const stream = await streamOf(new WholeLists(store, settings({ pageCats: 2 })))
   // The first page is read; cats 3 and 4 (the whole second page: cat 2 and cat 3) go before the stream reads on.
-  store.remove(3)
-  store.remove(4)
+  await Promise.all([store.remove(3), store.remove(4)])
   const json = Buffer.concat(await readAll(stream)).toString()
   t.strictSame(JSON.parse(json).map((cat: { name: string }) => cat.name), ['cat 0', 'cat 1', 'cat 4', 'cat 5'])
 })
 
 t.test('a list whose last cats are removed while it streams still ends the array', async (t) => {
-  const store = new MemoryCatsStore()
-  fill(store, 4)
+  const store = withObjects(new MemoryCatsStore())
+  await fill(store, 4)
   const stream = await streamOf(new WholeLists(store, settings({ pageCats: 2 })))
-  store.remove(3)
-  store.remove(4)
-  t.equal(Buffer.concat(await readAll(stream)).toString(), JSON.stringify(store.list()))
+  await Promise.all([store.remove(3), store.remove(4)])
+  t.equal(Buffer.concat(await readAll(stream)).toString(), JSON.stringify(await store.list()))
 })
 
 t.test('a stream destroyed while it reads a page stops there', async (t) => {
-  const store = new MemoryCatsStore()
-  fill(store, 6)
+  const store = withObjects(new MemoryCatsStore())
+  await fill(store, 6)
   let pages = 0
   let secondPageAsked = (): void => {}
   const asked = new Promise<void>((resolve) => { secondPageAsked = resolve })
@@ -164,13 +163,13 @@ t.test('a stream destroyed while it reads a page stops there', async (t) => {
   stream.destroy()
   release()
   await sleep(20)
-  t.equal(Buffer.concat(received).toString(), JSON.stringify(store.list().slice(0, 2)).slice(0, -1), 'the first page, and nothing read after')
+  t.equal(Buffer.concat(received).toString(), JSON.stringify((await store.list()).slice(0, 2)).slice(0, -1), 'the first page, and nothing read after')
   t.equal(stream.destroyed, true)
 })
 
 t.test('a store that fails mid-stream ends the stream with its error', async (t) => {
-  const store = new MemoryCatsStore()
-  fill(store, 6)
+  const store = withObjects(new MemoryCatsStore())
+  await fill(store, 6)
   let pages = 0
   const failing: ListedStore = {
     page: async (after: number, limit: number, maxBytes?: number): Promise<CatsPage> => {
@@ -182,8 +181,8 @@ t.test('a store that fails mid-stream ends the stream with its error', async (t)
 })
 
 t.test('at most maxStreams lists stream at once; a place is free again when its response closes', async (t) => {
-  const store = new MemoryCatsStore()
-  fill(store, 10)
+  const store = withObjects(new MemoryCatsStore())
+  await fill(store, 10)
   const lists = new WholeLists(store, settings({ maxStreams: 1, pageCats: 2 }))
   const path = await serve(t, lists)
   const first = await open(path)
@@ -196,12 +195,12 @@ t.test('at most maxStreams lists stream at once; a place is free again when its 
   t.pass('the place is free once the first response closed')
   const again = await get(path)
   t.equal(again.status, 200)
-  t.equal(again.text, JSON.stringify(store.list()))
+  t.equal(again.text, JSON.stringify(await store.list()))
 })
 
 t.test('a response whose client left before its list is read takes no place and gets nothing', async (t) => {
-  const store = new MemoryCatsStore()
-  fill(store, 10)
+  const store = withObjects(new MemoryCatsStore())
+  await fill(store, 10)
   const lists = new WholeLists(store, settings({ pageCats: 2 }))
   const answers: Array<string | Readable | undefined> = []
   const path = await serve(t, {
@@ -221,9 +220,9 @@ t.test('a response whose client left before its list is read takes no place and 
 })
 
 t.test('a reader that takes nothing for writeTimeoutMs has its response closed; one that reads slowly does not', async (t) => {
-  const store = new MemoryCatsStore()
+  const store = withObjects(new MemoryCatsStore())
   // 2 MB: far more than the Unix socket's buffers hold.
-  fill(store, 2000, (index) => `cat ${index} ${'x'.repeat(1000)}`)
+  await fill(store, 2000, (index) => `cat ${index} ${'x'.repeat(1000)}`)
   const lists = new WholeLists(store, settings({ writeTimeoutMs: 1000, chunkBytes: 16 * 1024 }))
   const path = await serve(t, lists)
 
@@ -248,7 +247,7 @@ t.test('a reader that takes nothing for writeTimeoutMs has its response closed; 
     chunks.push(chunk)
     if (chunks.length <= 8) await sleep(50)
   }
-  t.equal(Buffer.concat(chunks).toString(), JSON.stringify(store.list()), 'the slow reader got the whole list')
+  t.equal(Buffer.concat(chunks).toString(), JSON.stringify(await store.list()), 'the slow reader got the whole list')
 })
 
 t.test('cursors name a position and only those this service made are accepted', async (t) => {

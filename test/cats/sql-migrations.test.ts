@@ -1,7 +1,8 @@
 import t, { type Test } from 'tap'
-import { pgliteClient, postgresClient, type SqlClient } from '../../src/cats/sql-client.js'
+import { withObjects } from '../support/cat-objects.js'
+import { pgliteClient, postgresClient, type SqlClient } from '../../src/db/sql-client.js'
 import { SqlCatsStore } from '../../src/cats/sql-cats-store.js'
-import { migrate, migrationStatus, MIGRATIONS_TABLE } from '../../src/cats/sql-migrations.js'
+import { migrate, migrationStatus, MIGRATIONS_TABLE } from '../../src/db/migrations.js'
 import { adminClient, freshSchemaName, freshServerSchema, urlWithSchema } from '../support/sql-schemas.js'
 
 /**
@@ -59,7 +60,7 @@ function migrationSuite (t: Test, openSchema: SchemaFactory): void {
   t.test('a database created by the earlier start-up code is upgraded in place and keeps its cats', async (t) => {
     const client = await openSchema(t)
     for (const statement of LEGACY_SCHEMA) await client.query(statement)
-    const store = new SqlCatsStore(client)
+    const store = withObjects(new SqlCatsStore(client))
     // As the earlier code left them: A, B and C created, B deleted, C merged (the whole text written back).
     await client.query('INSERT INTO cats (id, data) VALUES (1, $1), (3, $2)', [JSON.stringify({ id: 1, ...tom, name: 'A' }), JSON.stringify({ id: 3, ...tom, name: 'C', toy: 'ball' })])
     await client.query('UPDATE cats_count SET count = 2')
@@ -87,7 +88,7 @@ function migrationSuite (t: Test, openSchema: SchemaFactory): void {
     t.strictSame(await migrate(client), all)
     const [status] = await migrationStatus(client)
     ranRecently(t, status.appliedAt, since)
-    const store = new SqlCatsStore(client)
+    const store = withObjects(new SqlCatsStore(client))
     t.strictSame(await store.create(tom), { id: 1, ...tom })
     const [{ count }] = await client.query<{ count: string }>(`SELECT count(*) FROM ${MIGRATIONS_TABLE} WHERE version > 0`)
     t.equal(Number(count), all.length)
@@ -169,7 +170,7 @@ if (serverUrl === undefined || serverUrl === '') {
         t.strictSame(results.map((applied) => applied.length).sort(), [0, all.length], `round ${round}: one instance applied them, the other found them done`)
         const rows = await first.query<{ version: number }>(`SELECT version::integer AS version FROM ${MIGRATIONS_TABLE} WHERE version > 0 ORDER BY version`)
         t.strictSame(rows, all.map(({ version }) => ({ version })), `round ${round}: each recorded once`)
-        t.equal(await new SqlCatsStore(second).count(), 0)
+        t.equal(await withObjects(new SqlCatsStore(second)).count(), 0)
       }
     })
   })

@@ -3,13 +3,14 @@ import t, { type Test } from 'tap'
 import fc from 'fast-check'
 import { PGlite } from '@electric-sql/pglite'
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket'
+import { withObjects, type CatObjects } from '../support/cat-objects.js'
 import { MemoryCatsStore } from '../../src/cats/memory-cats-store.js'
 import { NO_LIMITS, type CatsStore, type StoreLimits } from '../../src/cats/cats-store.js'
 import { SqlCatsStore } from '../../src/cats/sql-cats-store.js'
-import { pgliteClient, postgresClient, type ClientOptions, type SqlClient } from '../../src/cats/sql-client.js'
-import { migrate } from '../../src/cats/sql-migrations.js'
+import { pgliteClient, postgresClient, type ClientOptions, type SqlClient } from '../../src/db/sql-client.js'
+import { migrate } from '../../src/db/migrations.js'
 import type { UpdateCatBody } from '../../src/cats/schemas.js'
-import { CatTooLargeError } from '../../src/cats/store-errors.js'
+import { CatTooLarge } from '../../src/errors.js'
 import { PgQueryCounter } from '../support/pg-queries.js'
 import { adminClient, freshSchemaName, freshSchemaOn, freshServerSchema, urlWithSchema } from '../support/sql-schemas.js'
 import { TcpProxy } from '../support/tcp-proxy.js'
@@ -68,7 +69,7 @@ async function outcome (store: CatsStore, id: number, update: UpdateCatBody): Pr
   try {
     return await store.updateJson(id, update) ?? 'no cat'
   } catch (error) {
-    if (error instanceof CatTooLargeError) return `too large: ${error.maxCatBytes}`
+    if (error instanceof CatTooLarge) return `too large: ${error.message}`
     throw error
   }
 }
@@ -77,13 +78,13 @@ function sameAsMemory (t: Test, openSchema: SchemaOpener): void {
   t.test('every merge gives the memory store\'s JSON text, byte for byte, and its refusals', async (t) => {
     const client = await openSchema(t)
     await fc.assert(fc.asyncProperty(limit, fc.array(fields, { minLength: 1, maxLength: 5 }), async (maxCatBytes, merges) => {
-      const memory = new MemoryCatsStore(withLimit(maxCatBytes))
-      const sql = new SqlCatsStore(client, withLimit(maxCatBytes))
+      const memory = withObjects(new MemoryCatsStore(withLimit(maxCatBytes)))
+      const sql = withObjects(new SqlCatsStore(client, withLimit(maxCatBytes)))
       try {
         for (const store of [memory, sql]) await store.create(tom)
         for (const merge of merges) {
           assert.equal(await outcome(sql, 1, merge), await outcome(memory, 1, merge))
-          assert.equal(await sql.findJson(1), memory.findJson(1))
+          assert.equal(await sql.findJson(1), await memory.findJson(1))
         }
         assert.equal(await outcome(sql, 2, merges[0]), 'no cat')
       } finally {
@@ -96,14 +97,14 @@ function sameAsMemory (t: Test, openSchema: SchemaOpener): void {
 
 function overTheWire (t: Test, target: WireTarget): void {
   /** A store whose client reaches the database through a proxy that counts the queries. */
-  async function countedStore (t: Test, limits: StoreLimits = NO_LIMITS, preparedStatements?: boolean): Promise<{ store: SqlCatsStore, client: SqlClient, counter: PgQueryCounter }> {
+  async function countedStore (t: Test, limits: StoreLimits = NO_LIMITS, preparedStatements?: boolean): Promise<{ store: SqlCatsStore & CatObjects, client: SqlClient, counter: PgQueryCounter }> {
     const proxy = new TcpProxy(target.url)
     const counter = new PgQueryCounter()
     proxy.watch = counter.feed
     await proxy.start()
     t.teardown(() => proxy.stop())
     const client = await (await target.open(t))({ through: new URL(proxy.url(target.url)), preparedStatements })
-    return { store: new SqlCatsStore(client, limits), client, counter }
+    return { store: withObjects(new SqlCatsStore(client, limits)), client, counter }
   }
 
   t.test('a PUT is one query: merged, no cat, or too large', async (t) => {
@@ -120,7 +121,7 @@ function overTheWire (t: Test, target: WireTarget): void {
     t.equal(await queries(() => store.update(1, { color: 'black' })), 1, 'again, with the statement prepared')
     t.strictSame(await store.find(1), { 2: 'two', id: 1, ...tom, color: 'black' })
     t.equal(await queries(() => store.update(5, { color: 'white' })), 1)
-    t.equal(await queries(() => t.rejects(store.update(1, { big: 'x'.repeat(200) }), CatTooLargeError)), 1)
+    t.equal(await queries(() => t.rejects(store.update(1, { big: 'x'.repeat(200) }), CatTooLarge)), 1)
     t.equal(await store.findJson(1), '{"2":"two","id":1,"name":"Tom","age":3,"breed":"Siamese","color":"black"}', 'unchanged by the refused merge')
   })
 
@@ -161,7 +162,7 @@ function overTheWire (t: Test, target: WireTarget): void {
     t.equal(counter.count - before, 1, 'one query')
     t.strictSame(outcomes, [
       '{"id":3,"name":"Kitty","age":3,"breed":"Siamese","toy":"ball"}',
-      'too large: 120',
+      'too large: The merged cat would be larger than 120 bytes',
       '{"id":3,"name":"Kitty","age":4,"breed":"Siamese","toy":"mouse"}',
       'no cat',
       '{"id":2,"name":"Felix","age":3,"breed":"Siamese"}',
@@ -169,7 +170,7 @@ function overTheWire (t: Test, target: WireTarget): void {
     ], 'a merge into a cat sees the ones sent before it; a refused merge leaves the others')
     t.equal(await store.findJson(3), outcomes[2])
     t.equal(await store.findJson(1), outcomes[5])
-    const unlimited = new SqlCatsStore(client)
+    const unlimited = withObjects(new SqlCatsStore(client))
     const many = await Promise.all(Array.from({ length: 250 }, (_, index) => unlimited.update(2, { [`key${index}`]: index })))
     t.equal(counter.count - before, 1 + 3 + 2, '100 merges at most in one query')
     const sizes = many.map((cat) => Object.keys(cat ?? {}).length)
@@ -190,11 +191,11 @@ function overTheWire (t: Test, target: WireTarget): void {
     t.equal(counter.count - before, 1, 'one query')
     t.strictSame(created.slice(0, 4).map((result) => result.status === 'fulfilled' ? result.value : undefined),
       names.slice(0, 4).map((name, index) => ({ id: 2 + index, name, age: 3, breed: 'Siamese' })), 'ids 2 to 5 in the order sent')
-    t.match(created.slice(4), [{ status: 'rejected', reason: { name: 'CollectionFullError' } }, { status: 'rejected', reason: { name: 'CollectionFullError' } }],
+    t.match(created.slice(4), [{ status: 'rejected', reason: { code: 'CATS_ERR_COLLECTION_FULL' } }, { status: 'rejected', reason: { code: 'CATS_ERR_COLLECTION_FULL' } }],
       'past the limit each is refused, alone')
     t.equal(await store.count(), 5)
     t.strictSame((await store.list()).map((cat) => cat.name), ['First', 'A', 'B', 'C', 'D'], 'creation order as sent')
-    const unlimited = new SqlCatsStore(client)
+    const unlimited = withObjects(new SqlCatsStore(client))
     await Promise.all(Array.from({ length: 150 }, (_, index) => unlimited.create({ ...tom, name: `cat${index}` })))
     t.equal(counter.count - before, 1 + 2 + 2, '(and count, list) then 100 creates at most in one query')
     t.strictSame((await unlimited.list()).slice(5).map((cat) => [cat.id, cat.name]), Array.from({ length: 150 }, (_, index) => [6 + index, `cat${index}`]))
@@ -202,7 +203,7 @@ function overTheWire (t: Test, target: WireTarget): void {
 
   t.test('two instances creating at once give every cat its own id', async (t) => {
     const openClient = await target.open(t)
-    const stores = [new SqlCatsStore(await openClient()), new SqlCatsStore(await openClient())]
+    const stores = [withObjects(new SqlCatsStore(await openClient())), withObjects(new SqlCatsStore(await openClient()))]
     await Promise.all(Array.from({ length: 300 }, (_, index) => stores[index % 2].create({ ...tom, name: `cat${index}` })))
     const cats = await stores[0].list()
     t.strictSame(cats.map((cat) => cat.id), Array.from({ length: 300 }, (_, index) => index + 1), 'ids 1 to 300 in creation order')
@@ -212,7 +213,7 @@ function overTheWire (t: Test, target: WireTarget): void {
 
   t.test('two instances merging into the same cats in opposite orders never deadlock', async (t) => {
     const openClient = await target.open(t)
-    const stores = [new SqlCatsStore(await openClient()), new SqlCatsStore(await openClient())]
+    const stores = [withObjects(new SqlCatsStore(await openClient())), withObjects(new SqlCatsStore(await openClient()))]
     for (let id = 1; id <= 5; id++) await stores[0].create(tom)
     const ids = Array.from({ length: 200 }, (_, index) => 1 + (index % 5))
     // The first instance sends the ids ascending, the second descending: locked as sent, each would hold what the other waits for.
@@ -227,7 +228,7 @@ function overTheWire (t: Test, target: WireTarget): void {
 
   t.test('concurrent PUTs into one cat from two instances lose no field', async (t) => {
     const openClient = await target.open(t)
-    const stores = [new SqlCatsStore(await openClient()), new SqlCatsStore(await openClient())]
+    const stores = [withObjects(new SqlCatsStore(await openClient())), withObjects(new SqlCatsStore(await openClient()))]
     await stores[0].create(tom)
     const keys = Array.from({ length: 100 }, (_, index) => `key${index}`)
     const merged = await Promise.all(keys.map((key, index) => stores[index % 2].update(1, { [key]: index, last: key })))

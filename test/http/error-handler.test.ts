@@ -2,10 +2,10 @@ import t from 'tap'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { errorHandler, notFoundHandler, type ThrownError } from '../../src/http/error-handler.js'
 import {
-  InvalidCredentials, InvalidRequest, LoginLimiterUnavailable, StoreUnavailable, TooManyLoginAttempts
-} from '../../src/http/errors.js'
+  CatTooLarge, CollectionFull, IdempotencyKeyInUse, IdempotencyKeyReused, InvalidCredentials, InvalidRequest, LoginLimiterUnavailable, StoreUnavailable,
+  TooManyLoginAttempts
+} from '../../src/errors.js'
 import { invalidRequest } from '../../src/http/validation-issues.js'
-import { CatTooLargeError, CollectionFullError, IdempotencyKeyInUseError, IdempotencyKeyReusedError, StoreUnavailableError } from '../../src/cats/store-errors.js'
 
 /** What the fake request's logger was given. */
 interface LogEntry {
@@ -150,18 +150,18 @@ t.test('errorHandler sets no headers when the error asks for none', async (t) =>
   t.equal(handle(fastifyError('x', { statusCode: 400 })).reply.headerCalls, 0, 'a Fastify error')
 })
 
-t.test('the stores\' domain errors get their HTTP meaning here', async (t) => {
-  const full = handle(new CollectionFullError(3))
+t.test('the errors the stores throw are answered with their code, status and Retry-After', async (t) => {
+  const full = handle(new CollectionFull(3))
   t.equal(full.reply.status, 507)
   t.strictSame(full.reply.payload, {
     statusCode: 507, error: 'Insufficient Storage', message: 'The collection is full (3 cats); delete some first', code: 'CATS_ERR_COLLECTION_FULL'
   })
-  const large = handle(new CatTooLargeError(256))
+  const large = handle(new CatTooLarge(256))
   t.strictSame(large.reply.payload, {
     statusCode: 413, error: 'Payload Too Large', message: 'The merged cat would be larger than 256 bytes', code: 'CATS_ERR_CAT_TOO_LARGE'
   })
   const cause = new Error('connect ECONNREFUSED 127.0.0.1:5432')
-  const down = handle(new StoreUnavailableError(cause))
+  const down = handle(new StoreUnavailable({ cause }))
   t.equal(down.reply.status, 503)
   t.strictSame(down.reply.payload, {
     statusCode: 503, error: 'Service Unavailable', message: 'The database is unavailable; retry shortly', code: 'CATS_ERR_STORE_UNAVAILABLE'
@@ -169,12 +169,12 @@ t.test('the stores\' domain errors get their HTTP meaning here', async (t) => {
   t.strictSame(down.reply.sentHeaders, { 'retry-after': '5' })
   t.strictSame(down.logged, [], 'a 503 the service chose is not logged per request (the outage is logged where it is tracked)')
   t.equal(new StoreUnavailable({ cause }).cause, cause)
-  const inProgress = handle(new IdempotencyKeyInUseError())
+  const inProgress = handle(new IdempotencyKeyInUse())
   t.strictSame(inProgress.reply.payload, {
     statusCode: 409, error: 'Conflict', message: 'A request with this Idempotency-Key is still in progress; retry shortly', code: 'CATS_ERR_IDEMPOTENCY_KEY_IN_USE'
   })
   t.strictSame(inProgress.reply.sentHeaders, { 'retry-after': '1' })
-  t.strictSame(handle(new IdempotencyKeyReusedError()).reply.payload, {
+  t.strictSame(handle(new IdempotencyKeyReused()).reply.payload, {
     statusCode: 422, error: 'Unprocessable Entity', message: 'This Idempotency-Key was used with a different request body', code: 'CATS_ERR_IDEMPOTENCY_KEY_REUSED'
   })
 })
@@ -294,7 +294,7 @@ t.test('a 5xx never carries validation details', async (t) => {
 })
 
 t.test('the service\'s other 5xx (507) are still logged', async (t) => {
-  const error = new CollectionFullError(3)
+  const error = new CollectionFull(3)
   const { reply, logged } = handle(error)
   t.equal(reply.status, 507)
   t.strictSame(logged, [{ object: { err: error }, message: 'request failed' }])

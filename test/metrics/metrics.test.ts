@@ -5,8 +5,7 @@ import serviceApp from '../../src/app.js'
 import type { ConfigInput } from '../../src/config.js'
 import { metricsEndpoint } from '../../src/metrics/metrics-endpoint.js'
 import { loginOutcome, ServiceMetrics } from '../../src/metrics/service-metrics.js'
-import { CatTooLargeError, CollectionFullError, StoreUnavailableError } from '../../src/cats/store-errors.js'
-import { LoginLimiterUnavailable } from '../../src/http/errors.js'
+import { CatTooLarge, CollectionFull, LoginLimiterUnavailable, StoreUnavailable } from '../../src/errors.js'
 import { build, testConfig } from '../support/app.js'
 
 /** The standalone server's layout: /metrics at the root, beside the service, on a real socket. */
@@ -119,9 +118,9 @@ t.test('metrics off (the default): /metrics is a 404 and no metric exists', asyn
 t.test('store errors and outages are told apart; other errors are left to the status label', async (t) => {
   const registry = new Registry()
   const metrics = new ServiceMetrics(registry, { countCats: () => 0 })
-  metrics.countError(new StoreUnavailableError(new Error('connection refused')))
-  metrics.countError(new CollectionFullError(1))
-  metrics.countError(new CatTooLargeError(10))
+  metrics.countError(new StoreUnavailable({ cause: new Error('connection refused') }))
+  metrics.countError(new CollectionFull(1))
+  metrics.countError(new CatTooLarge(10))
   metrics.countError(new LoginLimiterUnavailable())
   metrics.countError(new Error('anything else'))
   const text = await registry.metrics()
@@ -134,7 +133,7 @@ t.test('store errors and outages are told apart; other errors are left to the st
 })
 
 t.test('a store that fails or does not answer in time reads NaN and counts a database outage; the scrape never hangs', async (t) => {
-  for (const countCats of [() => new Promise<number>(() => {}), () => { throw new StoreUnavailableError(new Error('down')) }]) {
+  for (const countCats of [() => new Promise<number>(() => {}), () => { throw new StoreUnavailable({ cause: new Error('down') }) }]) {
     const registry = new Registry()
     new ServiceMetrics(registry, { countCats, countTimeoutMs: 50 }) // eslint-disable-line no-new -- its metrics live in the registry
     const started = Date.now()

@@ -13,7 +13,7 @@ import type { ConfigInput } from '../../src/config.js'
 async function listening (t: Test, config: Partial<ConfigInput> = {}): Promise<{ app: FastifyInstance, port: number }> {
   const app = await build(t, { CATS_MAX: 3000, ...config })
   const name = 'x'.repeat(8000)
-  for (let index = 0; index < 2500; index++) app.catsStore.create({ name, age: index % 30, breed: 'Siamese' })
+  for (let index = 0; index < 2500; index++) await app.catsStore.createJson({ name, age: index % 30, breed: 'Siamese' })
   await app.listen({ host: '127.0.0.1', port: 0 })
   return { app, port: (app.server.address() as AddressInfo).port }
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import type { Test } from 'tap'
-import type { SqlClient } from '../../src/cats/sql-client.js'
+import type { SqlClient } from '../../src/db/sql-client.js'
 
 /** A schema name no other test file or run uses. */
 export const freshSchemaName = (prefix: string): string => `${prefix}_${randomBytes(6).toString('hex')}`

@@ -1,5 +1,5 @@
 import type { ClientContext, Redis, Result } from 'ioredis'
-import { pairKey, type Admission, type LoginAttempt, type LoginAttemptStore, type LoginPolicy, type Outcome } from './login-attempts.js'
+import { pairKey, type Admission, type LoginAttempt, type LoginAttemptStore, type LoginPolicy, type Outcome } from './login-lockout.js'
 
 // The rules of MemoryLoginAttempts, run inside Redis so that every instance's
 // check-and-take-a-slot is one atomic step: of attempts fired at once on

@@ -3,7 +3,7 @@
  * expire: a token's `jti` after logout, a session's `sid` after logout or a
  * reused refresh token. Each entry lasts only as long as a token it denies could.
  */
-export interface RevocationStore {
+export interface Denylist {
   /** Whether the token `jti` or its session `sid` is denied. Answers synchronously when it can (no I/O). */
   isRevoked: (jti: string, sid: string) => boolean | Promise<boolean>
   /** Denies `id` (a jti or a sid) until `untilMs` (epoch milliseconds). */
@@ -18,7 +18,7 @@ export const SWEEP_INTERVAL_MS = 60_000
  * The denylist in this process's memory: a lookup is two Map reads, no I/O.
  * Expired entries are ignored at once and swept out periodically.
  */
-export class MemoryRevocationStore implements RevocationStore {
+export class MemoryDenylist implements Denylist {
   readonly #until = new Map<string, number>()
   readonly #sweeper: NodeJS.Timeout
 

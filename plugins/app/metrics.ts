@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
-import type { AppOptions } from '../src/app-options.js'
-import type { ServiceMetrics } from '../src/metrics/service-metrics.js'
+import type { AppOptions } from '../../src/app-options.js'
+import type { ServiceMetrics } from '../../src/metrics/service-metrics.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -21,7 +21,7 @@ export default fp<AppOptions>(async (fastify, opts) => {
     return
   }
   // Loaded only here: prom-client is a large module graph that a service without metrics never needs.
-  const { ServiceMetrics } = await import('../src/metrics/service-metrics.js')
+  const { ServiceMetrics } = await import('../../src/metrics/service-metrics.js')
   // Read at scrape time: the store is decorated by its own plugin, after this one.
   const metrics = new ServiceMetrics(registry, { countCats: () => fastify.catsStore.count() })
   fastify.decorate('metrics', metrics)
@@ -30,4 +30,4 @@ export default fp<AppOptions>(async (fastify, opts) => {
     metrics.countError(error)
     done()
   })
-}, { name: 'metrics', dependencies: ['config'] })
+}, { name: 'metrics' })

@@ -2,7 +2,7 @@ import { errorResponse, type ErrorExample, type ErrorReply } from './schemas.js'
 import {
   InvalidRefreshToken, SessionStoreUnavailable, CatTooLarge, CollectionFull, IdempotencyKeyInUse, IdempotencyKeyReused, InvalidCredentials, LoginWaitedTooLong, InvalidRequest, InvalidToken, LoginLimiterUnavailable, LowMemory,
   MissingToken, Overloaded, StoreUnavailable, TooManyLists, TooManyLoginAttempts, TooManyLoginsInProgress, TooManyRefreshes, type ServiceError
-} from './errors.js'
+} from '../errors.js'
 
 /**
  * The documented error responses routes share: each a description of when it

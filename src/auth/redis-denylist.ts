@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis'
 import type { DependencyStatus } from '../dependency-status.js'
-import type { RevocationStore } from './revocation-store.js'
-import { guarded } from './session-errors.js'
+import type { Denylist } from './denylist.js'
+import { sessionStoreCall } from './session-store.js'
 
 /**
  * The denylist in Redis, shared by every instance: one key per denied id,
@@ -9,7 +9,7 @@ import { guarded } from './session-errors.js'
  * EXISTS over both ids, one round trip. It uses the service's Redis client,
  * whose status hears of every command's outcome.
  */
-export class RedisRevocationStore implements RevocationStore {
+export class RedisDenylist implements Denylist {
   readonly #redis: Redis
   readonly #prefix: string
   readonly #status: DependencyStatus
@@ -21,7 +21,7 @@ export class RedisRevocationStore implements RevocationStore {
   }
 
   async isRevoked (jti: string, sid: string): Promise<boolean> {
-    return await guarded(this.#status, () => this.#redis.exists(this.#prefix + jti, this.#prefix + sid)) > 0
+    return await sessionStoreCall(this.#status, () => this.#redis.exists(this.#prefix + jti, this.#prefix + sid)) > 0
   }
 
   async revoke (id: string, untilMs: number): Promise<void> {
@@ -29,7 +29,7 @@ export class RedisRevocationStore implements RevocationStore {
     if (ttlMs <= 0) return
     const key = this.#prefix + id
     // One transaction: creates the entry, or lengthens one that exists (never shortens it; GT needs Redis 7).
-    await guarded(this.#status, () => this.#redis.multi().set(key, '1', 'PX', ttlMs, 'NX').pexpire(key, ttlMs, 'GT').exec())
+    await sessionStoreCall(this.#status, () => this.#redis.multi().set(key, '1', 'PX', ttlMs, 'NX').pexpire(key, ttlMs, 'GT').exec())
   }
 
   // The client belongs to the service's redis plugin, which closes it.

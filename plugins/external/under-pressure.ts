@@ -1,8 +1,8 @@
 import fp from 'fastify-plugin'
 import underPressure from '@fastify/under-pressure'
 import type { FastifyReply } from 'fastify'
-import { errorBody } from '../src/http/error-body.js'
-import { Overloaded, retryAfterFor } from '../src/http/errors.js'
+import { errorBody } from '../../src/http/error-body.js'
+import { Overloaded, retryAfterFor } from '../../src/errors.js'
 
 /** Sheds load with 503 + Retry-After when the event loop lags or the heap grows past the limits. */
 export default fp(async (fastify) => {
@@ -15,4 +15,4 @@ export default fp(async (fastify) => {
       reply.code(error.statusCode).header('retry-after', String(retryAfterFor(error.code))).send(errorBody(error))
     }
   })
-}, { name: 'under-pressure', dependencies: ['config'] })
+}, { name: 'under-pressure' })

@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
-import { documentParams, documentRequestBodies } from '../src/http/openapi-document.js'
+import { documentParams, documentRequestBodies } from '../../src/http/openapi-document.js'
 
 /** OpenAPI 3.1 built from the route schemas; JSON at /docs/json, UI at /docs unless DOCS_ENABLED=false. */
 export default fp(async (fastify) => {
@@ -46,4 +46,4 @@ export default fp(async (fastify) => {
       uiConfig: { layout: 'BaseLayout' }
     })
   }
-}, { name: 'swagger', dependencies: ['config'] })
+}, { name: 'swagger' })

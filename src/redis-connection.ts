@@ -1,18 +1,11 @@
-import fp from 'fastify-plugin'
 import type { Redis } from 'ioredis'
-import { DependencyStatus } from '../src/dependency-status.js'
+import type { FastifyBaseLogger } from 'fastify'
+import { DependencyStatus } from './dependency-status.js'
 
 /** The service's one Redis client and what is known of its health. */
 export interface RedisConnection {
   client: Redis
   status: DependencyStatus
-}
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    /** Redis when REDIS_URL is set (shared login counters, the logout denylist); undefined otherwise. */
-    redis: RedisConnection | undefined
-  }
 }
 
 /** How long one Redis command may take before the login answers 503. */
@@ -39,15 +32,10 @@ async function firstConnection (redis: Redis): Promise<void> {
 }
 
 /**
- * The Redis client of the service, when REDIS_URL is set. Redis is then a
- * dependency named `redis`: readiness probes it, and an outage is logged once.
+ * The service's Redis client for REDIS_URL, connected (or given up on, see firstConnection). ioredis is loaded
+ * only here, so a service without Redis never loads it. The caller disconnects it.
  */
-export default fp(async (fastify) => {
-  const { REDIS_URL } = fastify.config
-  if (REDIS_URL === undefined) {
-    fastify.decorate('redis', undefined)
-    return
-  }
+export async function connectRedis (url: string, log: FastifyBaseLogger): Promise<RedisConnection> {
   const { Redis } = await import('ioredis')
   // Fail fast instead of waiting: no queueing while Redis is away, and a Redis that accepts
   // connections but never answers times out; the login then answers 503 within seconds.
@@ -56,7 +44,7 @@ export default fp(async (fastify) => {
   // an older command and the client would never recover. Nothing is sent again on the new
   // connection (its caller already had its 503; a login slot taken late would stay held), and
   // reconnection retries stay frequent, so logins are served again within 2 s of Redis answering.
-  const redis = new Redis(REDIS_URL, {
+  const redis = new Redis(url, {
     maxRetriesPerRequest: 0,
     enableOfflineQueue: false,
     autoResendUnfulfilledCommands: false,
@@ -65,14 +53,10 @@ export default fp(async (fastify) => {
     socketTimeout: REDIS_COMMAND_TIMEOUT_MS,
     retryStrategy: (times) => Math.min(times * 50, REDIS_RETRY_MAX_MS)
   })
-  const status = new DependencyStatus('redis', fastify.log, () => redis.ping())
-  fastify.dependencies.set(status.name, status)
+  const status = new DependencyStatus('redis', log, () => redis.ping())
   // Reconnection attempts fail again and again during an outage: the status logs the first failure only.
   redis.on('error', (error) => status.failed(error))
   redis.on('ready', () => status.succeeded())
-  fastify.addHook('onClose', async () => {
-    redis.disconnect()
-  })
   await firstConnection(redis)
-  fastify.decorate('redis', { client: redis, status })
-}, { name: 'redis', dependencies: ['config', 'dependencies'] })
+  return { client: redis, status }
+}

@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin'
-import type { DependencyStatus } from '../src/dependency-status.js'
+import type { DependencyStatus } from '../../src/dependency-status.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

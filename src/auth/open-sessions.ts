@@ -1,0 +1,54 @@
+import { durationToSeconds, type Config } from '../config.js'
+import { MemoryDenylist, type Denylist } from './denylist.js'
+import { RedisDenylist } from './redis-denylist.js'
+import { RedisSessionStore } from './redis-session-store.js'
+import { refreshTokenKey } from './refresh-token.js'
+import { MemorySessionStore, SKEW_MARGIN_MS, type SessionStore } from './session-store.js'
+import { Sessions, type SessionsOptions } from './sessions.js'
+import { SqlDenylist, SqlSessionStore } from './sql-session-stores.js'
+import type { Database } from '../db/database.js'
+import type { RedisConnection } from '../redis-connection.js'
+import type { UserStore } from './users.js'
+
+/**
+ * The sessions of the settings, each store where every instance reads it whenever a shared store is configured:
+ * session records in the database when there is one, else in Redis, else in memory; the denylist in Redis when
+ * there is one, else in the database, else in memory. `close` closes the stores.
+ */
+export function openSessions (config: Config, { database, redis, users, sign }: {
+  database: Database | undefined
+  redis: RedisConnection | undefined
+  users: UserStore
+  sign: SessionsOptions['sign']
+}): { sessions: Sessions, close: () => Promise<void> } {
+  const { REDIS_KEY_PREFIX, JWT_SECRET, JWT_EXPIRES_IN, REFRESH_TOKENS, REFRESH_TOKEN_TTL, REFRESH_RATE_LIMIT, SESSIONS_PER_USER_MAX } = config
+  const denylist: Denylist = redis !== undefined
+    ? new RedisDenylist(redis.client, REDIS_KEY_PREFIX, redis.status)
+    : database !== undefined ? new SqlDenylist(database.client, database.status) : new MemoryDenylist()
+  // An ended session is kept while its access tokens could live, so that its refresh token denies them again.
+  const endedKeepMs = durationToSeconds(JWT_EXPIRES_IN) * 1000 + SKEW_MARGIN_MS
+  const store: SessionStore = database !== undefined
+    ? new SqlSessionStore(database.client, database.status, endedKeepMs)
+    : redis !== undefined
+      ? new RedisSessionStore(redis.client, REDIS_KEY_PREFIX, redis.status, endedKeepMs)
+      : new MemorySessionStore(undefined, endedKeepMs)
+  const sessions = new Sessions({
+    sign,
+    accessLifetimeSeconds: durationToSeconds(JWT_EXPIRES_IN),
+    refreshEnabled: REFRESH_TOKENS,
+    refreshLifetimeSeconds: durationToSeconds(REFRESH_TOKEN_TTL),
+    refreshKey: refreshTokenKey(JWT_SECRET),
+    refreshLimit: { max: REFRESH_RATE_LIMIT, windowMs: 60_000 },
+    maxPerUser: SESSIONS_PER_USER_MAX,
+    store,
+    denylist,
+    users
+  })
+  return {
+    sessions,
+    close: async () => {
+      await denylist.close()
+      await store.close()
+    }
+  }
+}

@@ -1,0 +1,75 @@
+import { TypeCompiler } from '@sinclair/typebox/compiler'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { VerifiedClaims } from './schemas.js'
+import { bearerToken } from './bearer-token.js'
+import { hasAllowedAge, type IsRevoked, type ValidateToken } from './token-claims.js'
+import { errorBody } from '../http/error-body.js'
+import { InvalidToken, MissingToken } from '../errors.js'
+
+/** The token guard: an onRequest hook that sets request.user and request.tokenClaims, or answers 401. */
+export type TokenGuard = (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply | undefined>
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The token guard (see TokenGuard), for a route's onRequest. */
+    authenticate: TokenGuard
+  }
+  interface FastifyRequest {
+    /** The verified claims of the request's access token, set by the guard (logout reads them). */
+    tokenClaims: VerifiedClaims | null
+  }
+}
+
+export interface TokenGuardOptions {
+  /** Verifies a token's signature and expiry (`fastify.jwt.verify`); throws when it fails. */
+  verify: (token: string) => unknown
+  /** The configured access-token lifetime: no token may claim a longer one. */
+  lifetimeSeconds: number
+  /** Turns verified claims into the request's identity, or undefined to refuse them. */
+  validateToken: ValidateToken
+  /** The service's denylist (logout, reused refresh tokens), when the service runs in this app. */
+  denylist: () => { isRevoked: (claims: VerifiedClaims) => boolean | Promise<boolean> } | undefined
+  /** A host's own revocation check, consulted after the service's. */
+  isRevoked?: IsRevoked
+}
+
+const claimsCheck = TypeCompiler.Compile(VerifiedClaims)
+const MISSING_TOKEN_BODY = errorBody(new MissingToken())
+const INVALID_TOKEN_BODY = errorBody(new InvalidToken())
+
+/** Answers 401 (answered directly, not thrown: this path is hot under attack and needs no stack trace). */
+function refuse (reply: FastifyReply, tokenSent: boolean): FastifyReply {
+  return reply.code(401)
+    .header('www-authenticate', tokenSent ? 'Bearer error="invalid_token"' : 'Bearer')
+    .send(tokenSent ? INVALID_TOKEN_BODY : MISSING_TOKEN_BODY)
+}
+
+/** The claims of a well-formed, validly signed token of an allowed age; undefined otherwise. */
+function verifiedClaims (token: string, { verify, lifetimeSeconds }: TokenGuardOptions): VerifiedClaims | undefined {
+  let claims: unknown
+  try {
+    claims = verify(token)
+  } catch {
+    return undefined
+  }
+  // The claims' shape and age are checked before a host's validateToken sees them.
+  if (!claimsCheck.Check(claims) || !hasAllowedAge(claims, lifetimeSeconds, Math.floor(Date.now() / 1000))) return undefined
+  return claims
+}
+
+export function tokenGuard (options: TokenGuardOptions): TokenGuard {
+  const { validateToken, isRevoked, denylist } = options
+  return async (request, reply) => {
+    const token = bearerToken(request.headers.authorization)
+    if (token === undefined) return refuse(reply, false)
+    const claims = verifiedClaims(token, options)
+    if (claims === undefined) return refuse(reply, true)
+    if (await denylist()?.isRevoked(claims) === true) return refuse(reply, true)
+    if (isRevoked !== undefined && await isRevoked(claims, request)) return refuse(reply, true)
+    const identity = await validateToken(claims, request)
+    if (identity === undefined) return refuse(reply, true)
+    request.user = identity
+    request.tokenClaims = claims
+    return undefined
+  }
+}
