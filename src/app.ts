@@ -6,12 +6,20 @@ import type { AppOptions } from './app-options.js'
 import { useValidation } from './http/validator-compiler.js'
 import { serializersOnFirstUse } from './http/serializer-compiler.js'
 import { errorHandler, notFoundHandler } from './http/error-handler.js'
-import { sharedSchemas } from './http/shared-schemas.js'
+import { ErrorReply, ValidationIssue } from './http/schemas.js'
+import { CatReply, CreateCatBody, DeleteReply, StoredCat } from './cats/schemas.js'
+import { Identity, LoginBody, LoginReply } from './auth/schemas.js'
 import { loadConfig } from './config.js'
 
 export type { AppOptions }
 
 const root = join(import.meta.dirname, '..')
+
+/**
+ * The schemas routes reference by `$id`: registered once with `fastify.addSchema` (for serializers and the
+ * OpenAPI components) and added to the validators.
+ */
+const componentSchemas = [ValidationIssue, ErrorReply, CreateCatBody, CatReply, StoredCat, DeleteReply, LoginBody, LoginReply, Identity]
 
 /**
  * The whole service as one encapsulated Fastify plugin. A host app registers
@@ -20,7 +28,7 @@ const root = join(import.meta.dirname, '..')
 const app: FastifyPluginAsync<AppOptions> = async (fastify, opts) => {
   // Fastify's own serializers, each compiled when its first reply is sent.
   fastify.setSchemaController({ compilersFactory: { buildSerializer: serializersOnFirstUse(SerializerSelector()) } })
-  useValidation(fastify, sharedSchemas)
+  useValidation(fastify, componentSchemas)
   fastify.setErrorHandler(errorHandler)
   fastify.setNotFoundHandler(notFoundHandler)
   // Without a text parser, a text/plain body is a 415 instead of reaching validation.

@@ -21,10 +21,10 @@ import { clientAddress } from '../../src/http/client-address.js'
 const cats: FastifyPluginAsyncTypebox = async (fastify) => {
   const { CATS_AUTH, WRITE_HEAP_RATIO, LIST_STREAMS_MAX, LIST_WRITE_TIMEOUT_MS } = fastify.config
   // Public by default; CATS_AUTH=required puts the token guard on every route here.
-  const guarded = CATS_AUTH === 'required'
-  const authHook = guarded ? { onRequest: fastify.authenticate } : {}
-  const security = { security: guarded ? BEARER_SECURITY : NO_SECURITY }
-  const authErrors = guarded ? { 401: unauthorized } : {}
+  const tokenRequired = CATS_AUTH === 'required'
+  const authHook = tokenRequired ? { onRequest: fastify.authenticate } : {}
+  const security = { security: tokenRequired ? BEARER_SECURITY : NO_SECURITY }
+  const authErrors = tokenRequired ? { 401: unauthorized } : {}
   const badId = badRequest('The id is not an integer in decimal digits', 'params.id', `must match pattern "${INTEGER_TEXT_PATTERN}"`)
   const catId = (params: CatIdParams): number => Number(params.id)
   // A cat's JSON text as the store keeps it; when no cat has the id, an empty 200, as text/plain so that no
@@ -71,7 +71,7 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
     if (key === undefined) return await fastify.catsStore.createJson(request.body)
     const { name, age, breed } = request.body
     // Per user when creates need a token, so one user's key never answers another's request.
-    const user = guarded ? String(request.user.userId) : undefined
+    const user = tokenRequired ? String(request.user.userId) : undefined
     const { json, replayed } = await fastify.catsStore.createOnce(request.body, {
       scope: user ?? '',
       key,

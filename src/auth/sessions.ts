@@ -122,7 +122,7 @@ export class Sessions {
     await this.#end(claims.sid)
   }
 
-  /** Whether the guard must refuse this verified token. Synchronous (no I/O) with the memory store. */
+  /** Whether the token guard must refuse this verified token. */
   isRevoked (claims: VerifiedClaims): boolean | Promise<boolean> {
     return this.#options.denylist.isRevoked(claims.jti, claims.sid)
   }

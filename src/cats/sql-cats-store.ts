@@ -184,14 +184,14 @@ export class SqlCatsStore implements CatsStore {
   }
 
   async count (): Promise<number> {
-    return this.#guard(async () => {
+    return this.#reported(async () => {
       const [row] = await this.#client.query<{ count: string }>('SELECT count FROM cats_count')
       return Number(row.count)
     })
   }
 
   async page (after: number, limit: number, maxBytes?: number): Promise<CatsPage> {
-    return this.#guard(async () => {
+    return this.#reported(async () => {
       // data::text is the JSON exactly as written, so no parse and re-serialize; seq > $1 walks the primary key.
       const [row] = await this.#client.query<PageRow>(PAGE, [after, limit, maxBytes ?? null])
       return { items: row.items, last: Number(row.last), more: row.more }
@@ -199,12 +199,12 @@ export class SqlCatsStore implements CatsStore {
   }
 
   async findJson (id: number): Promise<string | undefined> {
-    return this.#guard(() => this.#reads.load(id))
+    return this.#reported(() => this.#reads.load(id))
   }
 
   /** The new cat as the batched create of its turn inserted it. */
   async createJson (fields: CreateCatBody): Promise<string> {
-    return (await this.#guard(() => this.#creates.load(fields))).json
+    return (await this.#reported(() => this.#creates.load(fields))).json
   }
 
   async createOnce (fields: CreateCatBody, request: IdempotentRequest): Promise<IdempotentCreateResult> {
@@ -212,7 +212,7 @@ export class SqlCatsStore implements CatsStore {
     const now = this.#now()
     const expiredAt = now - IDEMPOTENCY_KEY_TTL_MS
     const { maxKeys, maxBytes, clientMaxKeys, clientMaxBytes } = this.#limits.idempotencyKeys
-    return this.#guard(() => this.#client.transaction(async (tx) => {
+    return this.#reported(() => this.#client.transaction(async (tx) => {
       const [{ locked }] = await tx.query<{ locked: boolean }>(LOCK_KEY, [scope, key])
       if (!locked) throw new IdempotencyKeyInUse()
       const [kept] = await tx.query<KeyRow>(FIND_KEY, [scope, key, expiredAt])
@@ -248,17 +248,17 @@ export class SqlCatsStore implements CatsStore {
     const entries = mergedEntries(fields)
     const keys = entries.map(([key]) => JSON.stringify(key))
     const values = entries.map(([, value]) => JSON.stringify(value))
-    const outcome = await this.#guard(() => this.#merges.load({ id, keys, values }))
+    const outcome = await this.#reported(() => this.#merges.load({ id, keys, values }))
     if (outcome === TOO_LARGE) throw new CatTooLarge(this.#limits.maxCatBytes)
     return outcome
   }
 
   async remove (id: number): Promise<void> {
-    await this.#guard(() => this.#client.query(REMOVE, [id]))
+    await this.#reported(() => this.#client.query(REMOVE, [id]))
   }
 
   /** Runs a statement; a database failure becomes StoreUnavailable (see `reported`). */
-  async #guard<T> (work: () => Promise<T>): Promise<T> {
+  async #reported<T> (work: () => Promise<T>): Promise<T> {
     return reported(this.#availability, unavailable, work)
   }
 }

@@ -6,10 +6,10 @@ import t from 'tap'
 import Fastify from 'fastify'
 import ts from 'typescript'
 import openapiTS, { astToString } from 'openapi-typescript'
-import serviceApp from '../../src/app.js'
-import { testConfig } from '../support/app.js'
+import serviceApp from '../../../src/app.js'
+import { testConfig } from '../../support/app.js'
 
-const root = join(import.meta.dirname, '..', '..')
+const root = join(import.meta.dirname, '..', '..', '..')
 const clientSource = join(root, 'test', 'fixtures', 'consumer', 'client.ts')
 
 /** The compiler's diagnostics for `file` under strict settings, as text. */
@@ -83,7 +83,7 @@ t.test('the type check is real: a client that reads a field of the 200 without n
   const careless = join(dir, 'careless.ts')
   await writeFile(careless, [
     "import createClient from 'openapi-fetch'",
-    "import type { paths } from './schema.js'",
+    "import type { paths } from '../schema.js'",
     "const { data } = await createClient<paths>({ baseUrl: 'http://127.0.0.1' }).GET('/cats/{id}', { params: { path: { id: 1 } } })",
     'if (data !== undefined) console.log(data.id)',
     'export {}'

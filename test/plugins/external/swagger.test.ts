@@ -1,7 +1,7 @@
 import t from 'tap'
 import Fastify from 'fastify'
-import serviceApp from '../../src/app.js'
-import { build, testConfig } from '../support/app.js'
+import serviceApp from '../../../src/app.js'
+import { build, testConfig } from '../../support/app.js'
 
 interface Operation {
   tags?: string[]

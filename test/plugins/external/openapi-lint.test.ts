@@ -4,11 +4,11 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import t from 'tap'
 import Fastify from 'fastify'
-import serviceApp from '../../src/app.js'
-import type { ConfigInput } from '../../src/config.js'
-import { testConfig } from '../support/app.js'
+import serviceApp from '../../../src/app.js'
+import type { ConfigInput } from '../../../src/config.js'
+import { testConfig } from '../../support/app.js'
 
-const root = join(import.meta.dirname, '..', '..')
+const root = join(import.meta.dirname, '..', '..', '..')
 const redocly = join(root, 'node_modules', '.bin', 'redocly')
 
 interface LintReport {

@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Fastify from 'fastify'
 import { chromium, type BrowserContext, type Locator, type Page } from 'playwright-core'
-import serviceApp from '../../src/app.js'
-import { testConfig } from '../support/app.js'
-import { startServer } from '../support/server.js'
+import serviceApp from '../../../src/app.js'
+import { testConfig } from '../../support/app.js'
+import { startServer } from '../../support/server.js'
 
 // Debian's chromium package; .ci/run installs it when it is missing.
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
