@@ -19,17 +19,17 @@ async function npm (cwd: string, ...args: string[]): Promise<string> {
   return stdout
 }
 
-t.test('the tarball holds the build, README, LICENSE and package.json; no tests, benchmarks, sources or maps', async (t) => {
+t.test('the tarball holds the build, README, docs, LICENSE and package.json; no tests, benchmarks, sources or maps', async (t) => {
   const [packed] = JSON.parse(await npm(root, 'pack', '--dry-run', '--json'))
   const files: string[] = packed.files.map((file: { path: string }) => file.path)
   t.comment(`npm pack: ${files.length} files, ${packed.size} bytes packed`)
-  t.ok(files.includes('package.json') && files.includes('README.md') && files.includes('LICENSE'))
+  t.ok(files.includes('package.json') && files.includes('README.md') && files.includes('LICENSE') && files.includes('docs/configuration.md'))
   for (const entry of ['dist/src/app.js', 'dist/src/app.d.ts', 'dist/src/token-guard-plugin.js', 'dist/src/token-guard-plugin.d.ts', 'dist/src/server.js']) {
     t.ok(files.includes(entry), `ships ${entry}`)
   }
   t.ok(files.some((file) => file.startsWith('dist/plugins/')) && files.some((file) => file.startsWith('dist/routes/')), 'ships the autoloaded plugins and routes')
   t.ok(files.includes('dist/src/db/migrations/001.do.cats.sql'), 'ships the SQL migrations')
-  const unexpected = files.filter((file) => !/^(package\.json|README\.md|LICENSE|dist\/(src|plugins|routes)\/.+\.(js|d\.ts)|dist\/src\/db\/migrations\/[0-9]{3}\.do\.[a-z-]+\.sql)$/.test(file))
+  const unexpected = files.filter((file) => !/^(package\.json|README\.md|LICENSE|docs\/[a-z-]+\.md|dist\/(src|plugins|routes)\/.+\.(js|d\.ts)|dist\/src\/db\/migrations\/[0-9]{3}\.do\.[a-z-]+\.sql)$/.test(file))
   t.strictSame(unexpected, [], 'nothing else: no test/, bench/, TypeScript sources or source maps')
   t.equal(pkg.license, 'MIT')
   t.match(readFileSync(join(root, 'LICENSE'), 'utf8'), /^MIT License/)

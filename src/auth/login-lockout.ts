@@ -72,7 +72,7 @@ const pairSlots = (failures: number, maxFailures: number): number => Math.max(1,
 
 /**
  * The counters in this process's memory (without REDIS_URL). The rules are
- * the same as the Redis scripts' in redis-login-attempts.ts; the contract test
+ * the same as the Redis scripts' in redis-login-lockout.ts; the contract test
  * runs both. Expired entries are swept at most once per window, so the maps
  * hold only the attempts of the last window or so; slots are freed by
  * `settle`, which the login always calls.
