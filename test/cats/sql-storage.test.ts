@@ -130,9 +130,39 @@ t.test('the same API requests get byte-identical answers from memory, PGlite and
   t.strictSame(await transcript(app), memory, 'PostgreSQL at TEST_DATABASE_URL')
 })
 
+/**
+ * One PGlite directory for the two tests below, in order: the first starts on it empty, the second finds it
+ * migrated and without cats (starting PGlite on a new directory takes seconds).
+ */
+const pgliteDirectory = mkdtemp(join(tmpdir(), 'cats-pglite-'))
+t.teardown(async () => rm(await pgliteDirectory, { recursive: true, force: true }))
+
+t.test('start-up logs each migration it applies, and nothing on a database already up to date', async (t) => {
+  const dir = await pgliteDirectory
+  const startLogged = async (): Promise<string> => {
+    const log = logCapture()
+    const app = Fastify({ logger: { level: 'info', stream: log.stream }, pluginTimeout: 120_000 })
+    await app.register(serviceApp, { config: { ...testConfig, DATABASE_URL: `pglite://${dir}` } })
+    await app.ready()
+    await app.close()
+    return log.text()
+  }
+  const first = (await startLogged()).split('\n').filter((line) => line.includes('applied database migration'))
+  t.equal(first.length, 8)
+  t.match(JSON.parse(first[0]), { version: 1, name: 'cats', msg: 'applied database migration' })
+  t.match(JSON.parse(first[1]), { version: 2, name: 'idempotency-keys', msg: 'applied database migration' })
+  t.match(JSON.parse(first[2]), { version: 3, name: 'sessions', msg: 'applied database migration' })
+  t.match(JSON.parse(first[3]), { version: 4, name: 'cats-merge', msg: 'applied database migration' })
+  t.match(JSON.parse(first[4]), { version: 5, name: 'cats-merge-many', msg: 'applied database migration' })
+  t.match(JSON.parse(first[5]), { version: 6, name: 'cats-create-many', msg: 'applied database migration' })
+  t.match(JSON.parse(first[6]), { version: 7, name: 'session-records', msg: 'applied database migration' })
+  t.match(JSON.parse(first[7]), { version: 8, name: 'idempotency-key-limits', msg: 'applied database migration' })
+  t.notMatch(await startLogged(), /applied database migration/)
+})
+
 t.test('pglite://<directory>: the cats survive closing the app and opening a new one on the directory', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'cats-pglite-'))
-  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  // The directory of the test above, migrated and without cats: creating a new one would take seconds.
+  const dir = await pgliteDirectory
   const config = { DATABASE_URL: `pglite://${dir}` }
 
   const first = await build(t, config)
@@ -153,30 +183,6 @@ t.test('pglite://<directory>: the cats survive closing the app and opening a new
   t.equal((await second.inject(get('/cats/3'))).json().name, 'Kit', 'creation order kept: the earliest created wins')
   t.strictSame((await second.inject(post(kit))).json(), { id: 4, ...kit }, 'the count was kept too')
   await second.close()
-})
-
-t.test('start-up logs each migration it applies, and nothing on a database already up to date', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'cats-pglite-'))
-  t.teardown(() => rm(dir, { recursive: true, force: true }))
-  const startLogged = async (): Promise<string> => {
-    const log = logCapture()
-    const app = Fastify({ logger: { level: 'info', stream: log.stream }, pluginTimeout: 120_000 })
-    await app.register(serviceApp, { config: { ...testConfig, DATABASE_URL: `pglite://${dir}` } })
-    await app.ready()
-    await app.close()
-    return log.text()
-  }
-  const first = (await startLogged()).split('\n').filter((line) => line.includes('applied database migration'))
-  t.equal(first.length, 8)
-  t.match(JSON.parse(first[0]), { version: 1, name: 'cats', msg: 'applied database migration' })
-  t.match(JSON.parse(first[1]), { version: 2, name: 'idempotency-keys', msg: 'applied database migration' })
-  t.match(JSON.parse(first[2]), { version: 3, name: 'sessions', msg: 'applied database migration' })
-  t.match(JSON.parse(first[3]), { version: 4, name: 'cats-merge', msg: 'applied database migration' })
-  t.match(JSON.parse(first[4]), { version: 5, name: 'cats-merge-many', msg: 'applied database migration' })
-  t.match(JSON.parse(first[5]), { version: 6, name: 'cats-create-many', msg: 'applied database migration' })
-  t.match(JSON.parse(first[6]), { version: 7, name: 'session-records', msg: 'applied database migration' })
-  t.match(JSON.parse(first[7]), { version: 8, name: 'idempotency-key-limits', msg: 'applied database migration' })
-  t.notMatch(await startLogged(), /applied database migration/)
 })
 
 /** Readiness once it answers `status`, or its answer after 2.5 s: it reuses a probe's answer for a second. */

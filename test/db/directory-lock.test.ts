@@ -79,6 +79,15 @@ t.test('a lock path that cannot be read is an error, not a takeover', async (t) 
   await t.rejects(lockDirectory(dir), { code: 'EISDIR' })
 })
 
+t.test('a lock file that cannot be created for another reason than a holder (a path too long) is an error', async (t) => {
+  // The directory's path is as long as Linux allows (4095 bytes); its lock file's path is then too long to open.
+  const base = t.testdir()
+  const room = 4095 - base.length
+  const parts = Array.from({ length: Math.ceil(room / 201) }, () => 'd'.repeat(200))
+  const dir = `${base}/${parts.join('/')}`.slice(0, 4095).replace(/\/$/, 'd')
+  await t.rejects(lockDirectory(dir), { code: 'ENAMETOOLONG', syscall: 'open' }, 'the directory was made; opening its lock file failed')
+})
+
 t.test('pgliteClient: holds the lock while open, and releases it when PGlite cannot open the directory', async (t) => {
   const dir = t.testdir({ PG_VERSION: '9\n' })
   await t.rejects(pgliteClient(dir))

@@ -8,6 +8,7 @@ import { closedPort } from '../support/ports.js'
 import { adminClient, freshServerSchema, urlWithSchema } from '../support/sql-schemas.js'
 import { freshKeyPrefix } from '../support/redis.js'
 import { raceTrials } from '../support/session-races.js'
+import { cheapDemoUsers } from '../support/cheap-users.js'
 
 /**
  * Logout and refresh tokens over HTTP, per store: memory, PGlite in process,
@@ -22,6 +23,8 @@ type Instances = (t: Test) => (config?: Config, options?: Omit<AppOptions, 'conf
 
 interface Tokens { access_token: string, refresh_token?: string }
 const REFRESH_ON: Config = { REFRESH_TOKENS: true }
+/** The demo accounts with cheap hashes: these tests are about sessions, and every app takes them unless told otherwise. */
+const users = await cheapDemoUsers()
 
 async function login (app: FastifyInstance, username = 'john', password = 'changeme'): Promise<Tokens> {
   const res = await app.inject({ method: 'POST', url: '/auth/login', payload: { username, password } })
@@ -223,7 +226,7 @@ function sharedRefreshSuite (t: Test, instances: Instances): void {
 }
 
 t.test('memory', async (t) => {
-  const memory: Instances = (t) => (config = {}, options = {}) => build(t, config, options)
+  const memory: Instances = (t) => (config = {}, options = {}) => build(t, config, { users, ...options })
   sessionSuite(t, (t) => {
     // Two apps in memory share nothing: the "two instances" case needs one app seen twice.
     let app: Promise<FastifyInstance> | undefined
@@ -233,6 +236,7 @@ t.test('memory', async (t) => {
   t.test('a host\'s own revocation check is consulted after the service\'s, with the claims and the request', async (t) => {
     const seen: string[] = []
     const app = await build(t, {}, {
+      users,
       isRevoked: async (claims, request) => {
         seen.push(`${claims.username} ${request.url}`)
         return claims.username === 'chris'
@@ -245,20 +249,33 @@ t.test('memory', async (t) => {
     seen.length = 0
     refusedToken(t, await profile(app, token), 'logged out')
     t.strictSame(seen, [], 'a token the service refused never reaches the host\'s check')
-    const sync = await build(t, {}, { isRevoked: () => true })
+    const sync = await build(t, {}, { users, isRevoked: () => true })
     refusedToken(t, await profile(sync, tokenFor(sync)), 'a synchronous check')
   })
 
   t.test('a thief refreshing in a loop never outlives the owner\'s reuse or logout', async (t) => {
-    const app = await build(t, REFRESH_ON)
+    const app = await build(t, REFRESH_ON, { users })
     t.equal(await raceTrials(app, app, 'reuse', 25), 0, 'survivors of 25 reuse races')
     t.equal(await raceTrials(app, app, 'logout', 25), 0, 'survivors of 25 logout races')
   })
 })
 
 t.test('PGlite in process', async (t) => {
+  // Starting a PGlite takes seconds: the tests share one app (and its database) per configuration, closed at
+  // the end. They use sessions of their own, and none of them counts or sweeps the sessions of another.
+  const apps = new Map<string, Promise<FastifyInstance>>()
+  t.teardown(async () => {
+    for (const app of apps.values()) await (await app).close()
+  })
+  const shared = (config: Config): Promise<FastifyInstance> => {
+    const key = JSON.stringify(config)
+    const app = apps.get(key) ?? createApp({ DATABASE_URL: 'pglite://memory', ...config }, { users })
+    apps.set(key, app)
+    return app
+  }
+
   t.test('a refresh token from before session records refreshes once more, as its session\'s generation 0', async (t) => {
-    const app = await build(t, { ...REFRESH_ON, DATABASE_URL: 'pglite://memory' })
+    const app = await shared(REFRESH_ON)
     const legacy = randomBytes(32).toString('base64url')
     const database = app.database
     if (database === undefined) throw new Error('no database')
@@ -277,10 +294,10 @@ t.test('PGlite in process', async (t) => {
     refusedRefresh(t, await refresh(app, randomBytes(32).toString('base64url')), 'an unknown token of the old form')
   })
 
-  sessionSuite(t, (t) => {
+  sessionSuite(t, () => {
     // pglite://memory is one database per app: as in memory, the "two instances" are one app.
     let app: Promise<FastifyInstance> | undefined
-    return (config = {}, options = {}) => (app ??= build(t, { DATABASE_URL: 'pglite://memory', ...config }, options))
+    return (config = {}) => (app ??= shared(config))
   })
 })
 
@@ -288,39 +305,44 @@ if (TEST_DATABASE_URL === undefined || TEST_DATABASE_URL === '') {
   t.comment('TEST_DATABASE_URL is not set: the PostgreSQL server runs of the session tests were skipped')
 } else {
   const serverUrl = TEST_DATABASE_URL
-  /** Apps on one fresh schema of the PostgreSQL server per test, optionally with the denylist in Redis. */
-  const onPostgres = (redisUrl?: string): Instances => (t) => {
-    const apps: FastifyInstance[] = []
+  /**
+   * Apps on one fresh schema of the PostgreSQL server per suite (migrated once, by its first app), optionally with
+   * the denylist in Redis; each test's apps are closed when it ends. The tests use sessions of their own, and none
+   * of them counts or sweeps the sessions of another.
+   */
+  const onPostgres = (suite: Test, redisUrl?: string): Instances => {
     let created: Promise<string> | undefined
-    return async (config = {}, options = {}) => {
-      created ??= (async () => {
-        const schema = await freshServerSchema(t, await adminClient(t, serverUrl), 'sessions_http')
-        t.teardown(async () => {
-          for (const app of apps) await app.close()
-        })
-        return schema
-      })()
-      const app = await createApp({ DATABASE_URL: urlWithSchema(serverUrl, await created), ...(redisUrl !== undefined && { REDIS_URL: redisUrl }), ...config }, options)
-      apps.push(app)
-      // Redis connects after start-up, and commands are not queued meanwhile: wait until it is ready.
-      for (let wait = 0; (await app.inject('/health/ready')).statusCode !== 200; wait++) {
-        if (wait === 100) throw new Error('the app did not become ready within 10 s')
-        await new Promise((resolve) => setTimeout(resolve, 100))
+    return (t) => {
+      const apps: FastifyInstance[] = []
+      t.teardown(async () => {
+        for (const app of apps) await app.close()
+      })
+      return async (config = {}, options = {}) => {
+        created ??= (async () => await freshServerSchema(suite, await adminClient(suite, serverUrl), 'sessions_http'))()
+        const app = await createApp({ DATABASE_URL: urlWithSchema(serverUrl, await created), ...(redisUrl !== undefined && { REDIS_URL: redisUrl }), ...config }, { users, ...options })
+        apps.push(app)
+        // Redis connects after start-up, and commands are not queued meanwhile: wait until it is ready.
+        for (let wait = 0; (await app.inject('/health/ready')).statusCode !== 200; wait++) {
+          if (wait === 100) throw new Error('the app did not become ready within 10 s')
+          await new Promise((resolve) => setTimeout(resolve, 100))
+        }
+        return app
       }
-      return app
     }
   }
   t.test('PostgreSQL server: two apps on one schema', async (t) => {
-    sessionSuite(t, onPostgres())
-    sharedRefreshSuite(t, onPostgres())
+    const instances = onPostgres(t)
+    sessionSuite(t, instances)
+    sharedRefreshSuite(t, instances)
   })
   if (TEST_REDIS_URL === undefined || TEST_REDIS_URL === '') {
     t.comment('TEST_REDIS_URL is not set: the Redis runs of the session tests were skipped')
   } else {
     const redisUrl = TEST_REDIS_URL
     t.test('PostgreSQL server and Redis: the denylist in Redis, refresh tokens in the database', async (t) => {
-      sessionSuite(t, onPostgres(redisUrl))
-      sharedRefreshSuite(t, onPostgres(redisUrl))
+      const instances = onPostgres(t, redisUrl)
+      sessionSuite(t, instances)
+      sharedRefreshSuite(t, instances)
     })
   }
 }
@@ -333,7 +355,7 @@ if (TEST_REDIS_URL === undefined || TEST_REDIS_URL === '') {
   const onRedis: Instances = (t) => {
     const prefix = freshKeyPrefix(t, redisUrl)
     return async (config = {}, options = {}) => {
-      const app = await build(t, { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: prefix, ...config }, options)
+      const app = await build(t, { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: prefix, ...config }, { users, ...options })
       for (let wait = 0; (await app.inject('/health/ready')).statusCode !== 200; wait++) {
         if (wait === 100) throw new Error('the app did not become ready within 10 s')
         await new Promise((resolve) => setTimeout(resolve, 100))

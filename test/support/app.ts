@@ -18,6 +18,15 @@ export const testConfig: ConfigInput = { JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'si
 // encapsulated (and honours a prefix) for tests that register it as a host would.
 export const unencapsulatedApp = fp<AppOptions>((instance, opts) => serviceApp(instance, opts))
 
+/** One checker per OpenAPI document (apps of the same configuration have the same one): compiling its schemas takes time. */
+const checkers = new Map<string, ReturnType<typeof openapiResponseChecker>>()
+function checkerFor (document: unknown): ReturnType<typeof openapiResponseChecker> {
+  const key = JSON.stringify(document)
+  const check = checkers.get(key) ?? openapiResponseChecker(document)
+  checkers.set(key, check)
+  return check
+}
+
 /**
  * A fresh, ready app that the caller closes, built on `unencapsulatedApp` (so that
  * decorators such as app.catsStore and app.jwt are reachable). The long plugin
@@ -34,7 +43,7 @@ export async function createApp (config: Partial<ConfigInput> = {}, options: Omi
   await app.register(unencapsulatedApp, { config: { ...testConfig, ...config }, ...options })
   await app.ready()
 
-  const check = openapiResponseChecker(app.swagger())
+  const check = checkerFor(app.swagger())
   const inject = app.inject.bind(app)
   const checkedInject = async (request: InjectOptions | string) => {
     const response = await inject(request)

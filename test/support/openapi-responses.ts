@@ -1,4 +1,4 @@
-import { Ajv2020 } from 'ajv/dist/2020.js'
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
 import addFormats from 'ajv-formats'
 
 const DOCUMENT_ID = 'openapi.json'
@@ -29,6 +29,8 @@ export function openapiResponseChecker (openapiDocument: unknown): (response: Re
   const ajv = new Ajv2020({ strict: false, allErrors: true })
   addFormats.default(ajv)
   ajv.addSchema(document, DOCUMENT_ID)
+  // Ajv caches compiled schemas by object, so each response schema is compiled once here and kept.
+  const validators = new Map<string, ValidateFunction>()
 
   return ({ method, route, statusCode, contentType, body }) => {
     const path = route.replace(/:(\w+)/g, '{$1}')
@@ -42,7 +44,8 @@ export function openapiResponseChecker (openapiDocument: unknown): (response: Re
     const mediaType = contentType.split(';')[0].trim()
     if (documented.content?.[mediaType] === undefined) return `${where}: media type "${mediaType}" not documented`
     const pointer = ['paths', path, method.toLowerCase(), 'responses', String(statusCode), 'content', mediaType, 'schema'].map(segment).join('/')
-    const validate = ajv.compile({ $ref: `${DOCUMENT_ID}#/${pointer}` })
+    const validate = validators.get(pointer) ?? ajv.compile({ $ref: `${DOCUMENT_ID}#/${pointer}` })
+    validators.set(pointer, validate)
     // A JSON media type whose body does not parse throws here, failing the test too.
     const value: unknown = mediaType.endsWith('json') ? JSON.parse(body) : body
     return validate(value) ? undefined : `${where}: ${ajv.errorsText(validate.errors)}`
