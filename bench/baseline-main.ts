@@ -1,7 +1,11 @@
+import { keepNextTickShapes } from '../src/next-tick-shapes.js'
 import { createBaselineServer } from './baseline-server.js'
 import { loadConfig } from '../src/config.js'
 import { connectionSettings } from '../src/http/server-options.js'
 import { collectDefaultMetrics, Registry } from 'prom-client'
+
+// The same process set-up as the service's server (src/server.ts).
+keepNextTickShapes()
 
 // The bench runs this transpiled to dist/bench/ (see compileBaseline in servers.ts), without a loader. It reads the
 // service's settings from the same environment: JWT_SECRET, the limits and the timeouts.

@@ -5,6 +5,7 @@ import app from './app.js'
 import { loadConfig, type Config } from './config.js'
 import { serverOptions } from './http/server-options.js'
 import { drainingShutdown } from './http/graceful-shutdown.js'
+import { keepNextTickShapes } from './next-tick-shapes.js'
 
 /** Time left after the drain for closing the stores and Redis before the process is stopped anyway. */
 const CLOSE_MARGIN_MS = 5000
@@ -21,6 +22,7 @@ async function serveMetrics (server: FastifyInstance): Promise<{ registry: Regis
 }
 
 async function main (): Promise<void> {
+  keepNextTickShapes()
   let config: Config
   try {
     // Standalone only: a .env file in the working directory fills in what the environment does not set.

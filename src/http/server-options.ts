@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto'
-import type { FastifyHttpOptions, FastifyRequest } from 'fastify'
+import { LogController, type FastifyHttpOptions, type FastifyRequest } from 'fastify'
 import type { IncomingMessage, Server } from 'node:http'
-import type { DestinationStream } from 'pino'
+import { pino, type DestinationStream } from 'pino'
+import { lazyLogger, writesAt } from './lazy-logger.js'
 import { parseTrustProxy, type Config } from '../config.js'
 import { clientErrorHandler } from './client-errors.js'
 import { errorHandler } from './error-handler.js'
@@ -66,15 +67,14 @@ export function connectionSettings (config: Config): ConnectionSettings {
  */
 export function serverOptions (config: Config, destination?: DestinationStream): StandaloneServerOptions {
   return {
-    logger: {
+    loggerInstance: lazyLogger(pino({
       level: config.LOG_LEVEL,
       redact: {
         paths: ['req.headers.authorization', 'req.headers.cookie', '*.password', '*.access_token', '*.refresh_token'],
         censor: '[redacted]'
-      },
-      serializers: { req: requestForLog },
-      ...(destination !== undefined && { stream: destination })
-    },
+      }
+    }, destination), { req: requestForLog }),
+    logController: new LogController({ disableRequestLogging: !writesAt(config.LOG_LEVEL, 'info') }),
     clientErrorHandler,
     // A URL the router refuses (a parameter over its length, a bad escape): Fastify's own answer
     // quotes the whole URL in another shape; the service's error handler shortens and shapes it.

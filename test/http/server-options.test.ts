@@ -2,7 +2,9 @@ import { randomBytes } from 'node:crypto'
 import { IncomingMessage } from 'node:http'
 import { Socket } from 'node:net'
 import t from 'tap'
-import { requestForLog, urlForLog } from '../../src/http/server-options.js'
+import { loadConfig } from '../../src/config.js'
+import { requestForLog, serverOptions, urlForLog } from '../../src/http/server-options.js'
+import { testConfig } from '../support/app.js'
 import { startServer } from '../support/server.js'
 
 t.test('urlForLog replaces the query string and keeps the path', async (t) => {
@@ -20,6 +22,14 @@ t.test('a raw Node request is serialized alike, its query string redacted', asyn
   raw.headers = { host: 'example.test', authorization: 'Bearer secret-value' }
   const logged = requestForLog(raw)
   t.strictSame(logged, { method: 'GET', url: '/cats?[redacted]', host: 'example.test', remoteAddress: undefined, remotePort: undefined })
+})
+
+t.test("Fastify's per-request lines are built only at a level that writes them (info and below)", async (t) => {
+  const disabled = (level: string): boolean | undefined => {
+    const option = serverOptions(loadConfig({ ...testConfig, LOG_LEVEL: level })).logController?.disableRequestLogging
+    return typeof option === 'boolean' ? option : undefined
+  }
+  t.strictSame(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'].map(disabled), [false, false, false, true, true, true, true])
 })
 
 // No token, password or refresh token in any log line: every place a client can put one, through the compiled server's own logger.
