@@ -11,15 +11,8 @@ import { ConfigSchema } from './config.js'
 export const SETTINGS_START = '<!-- settings:start -->'
 export const SETTINGS_END = '<!-- settings:end -->'
 
-/**
- * The pages, relative to the project root, that `npm run settings` writes the
- * table into when they carry the markers: the configuration page, where the
- * table lives, and the README, should it carry the markers too.
- */
-export const SETTINGS_PAGES = ['docs/configuration.md', 'README.md'] as const
-
-/** The page the table of settings lives on. */
-export const SETTINGS_PAGE = SETTINGS_PAGES[0]
+/** The page, relative to the project root, the table of settings lives on. */
+export const SETTINGS_PAGE = 'docs/configuration.md'
 
 interface Setting {
   name: string
@@ -65,24 +58,10 @@ export function renderEnvExample (): string {
   ].join('\n')
 }
 
-/** The page (named `name` in the error) with the table between its markers replaced by the current one. */
-export function updateSettingsTable (page: string, name: string = SETTINGS_PAGE): string {
+/** The page with the table between its markers replaced by the current one. */
+export function updateSettingsTable (page: string): string {
   const start = page.indexOf(SETTINGS_START)
   const end = page.indexOf(SETTINGS_END)
-  if (start === -1 || end < start) throw new Error(`${name} needs the markers ${SETTINGS_START} and ${SETTINGS_END}`)
+  if (start === -1 || end < start) throw new Error(`${SETTINGS_PAGE} needs the markers ${SETTINGS_START} and ${SETTINGS_END}`)
   return `${page.slice(0, start + SETTINGS_START.length)}\n${renderConfigTable()}\n${page.slice(end)}`
-}
-
-/**
- * What `npm run settings` writes, given how to read a page (`undefined` when
- * there is none): each of `SETTINGS_PAGES` that carries the start marker,
- * by name, with its table updated. Throws when no page carries it.
- */
-export function updateSettingsPages (read: (name: string) => string | undefined): Array<[name: string, text: string]> {
-  const found = SETTINGS_PAGES.flatMap((name) => {
-    const text = read(name)
-    return text?.includes(SETTINGS_START) === true ? [[name, text] as const] : []
-  })
-  if (found.length === 0) throw new Error(`${SETTINGS_PAGE} needs the markers ${SETTINGS_START} and ${SETTINGS_END}`)
-  return found.map(([name, text]) => [name, updateSettingsTable(text, name)])
 }

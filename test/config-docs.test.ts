@@ -1,9 +1,9 @@
-import { existsSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseEnv } from 'node:util'
 import t from 'tap'
 import { ConfigSchema, loadConfig } from '../src/config.js'
-import { SETTINGS_END, SETTINGS_PAGE, SETTINGS_PAGES, SETTINGS_START, renderConfigTable, renderEnvExample, updateSettingsPages, updateSettingsTable } from '../src/config-docs.js'
+import { SETTINGS_END, SETTINGS_PAGE, SETTINGS_START, renderConfigTable, renderEnvExample, updateSettingsTable } from '../src/config-docs.js'
 
 const root = join(import.meta.dirname, '..')
 const SECRET = 'a-test-secret-that-is-32-chars-!'
@@ -19,21 +19,11 @@ t.test('.env.example is the one generated from the schema', async (t) => {
   t.equal(readFileSync(join(root, '.env.example'), 'utf8'), renderEnvExample(), `.env.example is ${STALE}`)
 })
 
-function readPage (name: string): string | undefined {
-  return existsSync(join(root, name)) ? readFileSync(join(root, name), 'utf8') : undefined
-}
-
 t.test("the configuration page's table of settings is the one generated from the schema", async (t) => {
   t.equal(SETTINGS_PAGE, 'docs/configuration.md')
   const page = readFileSync(join(root, SETTINGS_PAGE), 'utf8')
   t.equal(updateSettingsTable(page), page, `${SETTINGS_PAGE} is ${STALE}`)
   t.ok(page.includes(`${SETTINGS_START}\n${renderConfigTable()}\n${SETTINGS_END}`))
-})
-
-t.test('every page npm run settings writes is up to date, and the configuration page is one of them', async (t) => {
-  const pages = updateSettingsPages(readPage)
-  t.ok(pages.some(([name]) => name === SETTINGS_PAGE))
-  for (const [name, text] of pages) t.equal(text, readPage(name), `${name} is ${STALE}`)
 })
 
 t.test('.env.example names every setting, and the defaults it shows are the real ones', async (t) => {
@@ -57,18 +47,7 @@ t.test('one row per setting, with its default, "unset", "empty" or "required"', 
 
 t.test('a page without the markers is refused, by its name', async (t) => {
   t.throws(() => updateSettingsTable('# No table here\n'), /^docs\/configuration\.md needs the markers/)
-  t.throws(() => updateSettingsTable(`${SETTINGS_END}\n${SETTINGS_START}\n`, 'README.md'), /^README\.md needs the markers/)
-})
-
-t.test('npm run settings writes the table into each page that carries the markers, and fails when none does', async (t) => {
-  const marked = `# Title\n\n${SETTINGS_START}\nstale\n${SETTINGS_END}\n`
+  t.throws(() => updateSettingsTable(`${SETTINGS_END}\n${SETTINGS_START}\n`), /^docs\/configuration\.md needs the markers/)
   const current = `# Title\n\n${SETTINGS_START}\n${renderConfigTable()}\n${SETTINGS_END}\n`
-  t.strictSame(SETTINGS_PAGES, ['docs/configuration.md', 'README.md'])
-  const unmarkedReadme: Record<string, string> = { 'docs/configuration.md': marked, 'README.md': '# Readme\n' }
-  t.strictSame(updateSettingsPages((name) => unmarkedReadme[name]), [['docs/configuration.md', current]])
-  t.strictSame(updateSettingsPages((name) => (name === 'README.md' ? marked : undefined)), [['README.md', current]])
-  t.strictSame(updateSettingsPages(() => marked), [['docs/configuration.md', current], ['README.md', current]])
-  t.throws(() => updateSettingsPages(() => undefined), /^docs\/configuration\.md needs the markers/)
-  t.throws(() => updateSettingsPages(() => '# No table here\n'), /^docs\/configuration\.md needs the markers/)
-  t.throws(() => updateSettingsPages(() => `${SETTINGS_END}\n${SETTINGS_START}\n`), /^docs\/configuration\.md needs the markers/)
+  t.equal(updateSettingsTable(`# Title\n\n${SETTINGS_START}\nstale\n${SETTINGS_END}\n`), current)
 })

@@ -1,9 +1,7 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs'
-import { renderEnvExample, updateSettingsPages } from '../config-docs.js'
+import { readFileSync, writeFileSync } from 'node:fs'
+import { SETTINGS_PAGE, renderEnvExample, updateSettingsTable } from '../config-docs.js'
 
-// Writes .env.example and the table of settings, in the working directory, from the config schema: the table goes
-// between the markers of docs/configuration.md (and of README.md, should it carry them too).
-const pages = updateSettingsPages((name) => existsSync(name) ? readFileSync(name, 'utf8') : undefined)
+// Writes .env.example and the table of settings of docs/configuration.md, in the working directory, from the config schema.
 writeFileSync('.env.example', renderEnvExample())
-for (const [name, text] of pages) writeFileSync(name, text)
-console.log(`Wrote .env.example and the table of settings in ${pages.map(([name]) => name).join(', ')}`)
+writeFileSync(SETTINGS_PAGE, updateSettingsTable(readFileSync(SETTINGS_PAGE, 'utf8')))
+console.log(`Wrote .env.example and the table of settings in ${SETTINGS_PAGE}`)
