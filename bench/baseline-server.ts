@@ -272,7 +272,7 @@ export function createBaselineServer (options: BaselineOptions): Server {
     })
   }
 
-  async function createCat (res: ServerResponse, body: unknown): Promise<void> {
+  function createCat (res: ServerResponse, body: unknown): void {
     if (!isObject(body)) return sendInvalid(res, NOT_AN_OBJECT)
     const { name, age, breed } = body
     if (typeof name !== 'string' || typeof age !== 'number' || !Number.isInteger(age) || typeof breed !== 'string') {
@@ -283,10 +283,10 @@ export function createBaselineServer (options: BaselineOptions): Server {
       ]))
     }
     if (cats.size >= catsMax) return sendServiceError(res, new CollectionFull(catsMax))
-    sendJsonText(res, 201, await cats.createJson({ name, age, breed }))
+    sendJsonText(res, 201, cats.createJson({ name, age, breed }))
   }
 
-  async function updateCat (res: ServerResponse, id: number, body: unknown): Promise<void> {
+  function updateCat (res: ServerResponse, id: number, body: unknown): void {
     if (!isObject(body)) return sendInvalid(res, NOT_AN_OBJECT)
     const problems = findMergeProblems(body)
     if (problems.length > 0) {
@@ -295,12 +295,12 @@ export function createBaselineServer (options: BaselineOptions): Server {
         message: problem.message
       })))
     }
-    const json = await cats.updateJson(id, body)
+    const json = cats.updateJson(id, body)
     if (json === undefined) return sendEmpty(res)
     sendJsonText(res, 200, json)
   }
 
-  async function oneCat (req: IncomingMessage, res: ServerResponse, rawId: string): Promise<void> {
+  function oneCat (req: IncomingMessage, res: ServerResponse, rawId: string): void {
     const method = req.method
     if (method !== 'GET' && method !== 'PUT' && method !== 'DELETE') return notFound(req, res)
     if (!ID_PATTERN.test(rawId)) {
@@ -309,22 +309,22 @@ export function createBaselineServer (options: BaselineOptions): Server {
     const id = Number(rawId)
     if (method === 'PUT') return readJson(req, res, bodyLimit, (res, body) => updateCat(res, id, body))
     if (method === 'DELETE') {
-      await cats.remove(id)
+      cats.remove(id)
       return sendJson(res, 200, { deleted: true })
     }
-    const json = await cats.findJson(id)
+    const json = cats.findJson(id)
     if (json === undefined) return sendEmpty(res)
     sendJsonText(res, 200, json)
   }
 
-  async function route (req: IncomingMessage, res: ServerResponse): Promise<void> {
+  function route (req: IncomingMessage, res: ServerResponse): void {
     const path = pathOf(req)
     const method = req.method
     if (path === '/profile' && method === 'GET') return profile(req, res)
     if (path === '/auth/login' && method === 'POST') return readJson(req, res, bodyLimit, login)
     if (path === '/auth/logout' && method === 'POST') return logout(req, res)
     if (path === '/cats') {
-      if (method === 'GET') return sendJsonText(res, 200, `[${(await cats.page(0, Number.MAX_SAFE_INTEGER)).items}]`)
+      if (method === 'GET') return sendJsonText(res, 200, `[${cats.page(0, Number.MAX_SAFE_INTEGER).items}]`)
       if (method === 'POST') return readJson(req, res, bodyLimit, createCat)
     } else if (path.startsWith('/cats/')) {
       return oneCat(req, res, path.slice('/cats/'.length))

@@ -17,6 +17,7 @@ import { invalidRequest } from '../../src/http/validation-issues.js'
 import { writesAllowed } from '../../src/cats/low-memory.js'
 import { findMergeProblems } from '../../src/cats/merge-safety.js'
 import { clientAddress } from '../../src/http/client-address.js'
+import { mapMaybePromise } from '../../src/maybe-promise.js'
 
 const cats: FastifyPluginAsyncTypebox = async (fastify) => {
   const { CATS_AUTH, WRITE_HEAP_RATIO, LIST_STREAMS_MAX, LIST_WRITE_TIMEOUT_MS } = fastify.config
@@ -63,16 +64,16 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
         507: insufficientStorage
       }
     }
-  }, async (request, reply) => {
+  }, (request, reply) => {
     assertMemoryForWrites()
     const key = request.headers['idempotency-key']
     // The store's JSON text of the cat has exactly the reply's fields in its order, so it is sent as it is.
     reply.code(201).type(JSON_CONTENT_TYPE)
-    if (key === undefined) return await fastify.catsStore.createJson(request.body)
+    if (key === undefined) return fastify.catsStore.createJson(request.body)
     const { name, age, breed } = request.body
     // Per user when creates need a token, so one user's key never answers another's request.
     const user = tokenRequired ? String(request.user.userId) : undefined
-    const { json, replayed } = await fastify.catsStore.createOnce(request.body, {
+    const result = fastify.catsStore.createOnce(request.body, {
       scope: user ?? '',
       key,
       // A hash, not the body: a repeat is recognised without keeping what it sent.
@@ -80,8 +81,10 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
       // The keys a client may keep are counted against it: the user, or the address as every limit per client counts it.
       client: user ?? clientAddress(request.ip)
     })
-    if (replayed) reply.header('idempotent-replayed', 'true')
-    return json
+    return mapMaybePromise(result, ({ json, replayed }) => {
+      if (replayed) reply.header('idempotent-replayed', 'true')
+      return json
+    })
   })
 
   fastify.get('', {
@@ -132,7 +135,7 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
       params: CatIdParams,
       response: { 200: catOrEmptyResponse('The cat, or an empty text/plain body when no cat has this id', JsonText(ref(StoredCat))), 400: badId, ...authErrors, 503: storeUnavailable }
     }
-  }, async (request, reply) => catOrEmpty(reply, await fastify.catsStore.findJson(catId(request.params))))
+  }, (request, reply) => mapMaybePromise(fastify.catsStore.findJson(catId(request.params)), (json) => catOrEmpty(reply, json)))
 
   fastify.put('/:id', {
     ...authHook,
@@ -154,12 +157,12 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
         507: insufficientStorage
       }
     }
-  }, async (request, reply) => {
+  }, (request, reply) => {
     const problems = findMergeProblems(request.body)
     if (problems.length > 0) throw invalidRequest('body', problems)
     assertMemoryForWrites()
     // The merged cat's JSON as stored: serialized once, by the store.
-    return catOrEmpty(reply, await fastify.catsStore.updateJson(catId(request.params), request.body))
+    return mapMaybePromise(fastify.catsStore.updateJson(catId(request.params), request.body), (json) => catOrEmpty(reply, json))
   })
 
   fastify.delete('/:id', {
@@ -177,10 +180,7 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
         503: storeUnavailable
       }
     }
-  }, async (request) => {
-    await fastify.catsStore.remove(catId(request.params))
-    return { deleted: true as const }
-  })
+  }, (request) => mapMaybePromise(fastify.catsStore.remove(catId(request.params)), () => ({ deleted: true as const })))
 }
 
 export default cats

@@ -1,13 +1,21 @@
 import { TypeCompiler } from '@sinclair/typebox/compiler'
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import { VerifiedClaims } from './schemas.js'
 import { bearerToken } from './bearer-token.js'
 import { hasAllowedAge, type IsRevoked, type ValidateToken } from './token-claims.js'
 import { errorBody } from '../http/error-body.js'
 import { InvalidToken, MissingToken } from '../errors.js'
+import { fromHost, mapMaybePromise, type MaybePromise } from '../maybe-promise.js'
 
-/** The token guard: an onRequest hook that sets request.user and request.tokenClaims, or answers 401. */
-export type TokenGuard = (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply | undefined>
+/**
+ * The token guard: an onRequest hook that sets request.user and request.tokenClaims, or answers 401. As a route's
+ * hook (called with `done`) it answers synchronously whenever its checks do (see MaybePromise); awaited, it is
+ * an async hook.
+ */
+export interface TokenGuard {
+  (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined>
+  (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void
+}
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -28,7 +36,7 @@ export interface TokenGuardOptions {
   /** Turns verified claims into the request's identity, or undefined to refuse them. */
   validateToken: ValidateToken
   /** The service's denylist (logout, reused refresh tokens), when the service runs in this app. */
-  denylist: () => { isRevoked: (claims: VerifiedClaims) => boolean | Promise<boolean> } | undefined
+  denylist: () => { isRevoked: (claims: VerifiedClaims) => MaybePromise<boolean> } | undefined
   /** A host's own revocation check, consulted after the service's. */
   isRevoked?: IsRevoked
 }
@@ -37,11 +45,12 @@ const claimsCheck = TypeCompiler.Compile(VerifiedClaims)
 const MISSING_TOKEN_BODY = errorBody(new MissingToken())
 const INVALID_TOKEN_BODY = errorBody(new InvalidToken())
 
-/** Answers 401 (answered directly, not thrown: this path is hot under attack and needs no stack trace). */
-function refuse (reply: FastifyReply, tokenSent: boolean): FastifyReply {
-  return reply.code(401)
+/** Answers 401 (answered directly, not thrown: this path is hot under attack and needs no stack trace); false is the verdict. */
+function refuse (reply: FastifyReply, tokenSent: boolean): false {
+  reply.code(401)
     .header('www-authenticate', tokenSent ? 'Bearer error="invalid_token"' : 'Bearer')
     .send(tokenSent ? INVALID_TOKEN_BODY : MISSING_TOKEN_BODY)
+  return false
 }
 
 /** The claims of a well-formed, validly signed token of an allowed age; undefined otherwise. */
@@ -59,17 +68,40 @@ function verifiedClaims (token: string, { verify, lifetimeSeconds }: TokenGuardO
 
 export function tokenGuard (options: TokenGuardOptions): TokenGuard {
   const { validateToken, isRevoked, denylist } = options
-  return async (request, reply) => {
+
+  /** Whether the service's denylist or the host's own check denies the token. */
+  function revoked (claims: VerifiedClaims, request: FastifyRequest): MaybePromise<boolean> {
+    const denied = denylist()?.isRevoked(claims) ?? false
+    if (isRevoked === undefined) return denied
+    return mapMaybePromise(denied, (yes) => yes || fromHost(isRevoked(claims, request)))
+  }
+
+  /** Whether the token is accepted (request.user set) or refused (the 401 sent). */
+  function check (request: FastifyRequest, reply: FastifyReply): MaybePromise<boolean> {
     const token = bearerToken(request.headers.authorization)
     if (token === undefined) return refuse(reply, false)
     const claims = verifiedClaims(token, options)
     if (claims === undefined) return refuse(reply, true)
-    if (await denylist()?.isRevoked(claims) === true) return refuse(reply, true)
-    if (isRevoked !== undefined && await isRevoked(claims, request)) return refuse(reply, true)
-    const identity = await validateToken(claims, request)
-    if (identity === undefined) return refuse(reply, true)
-    request.user = identity
-    request.tokenClaims = claims
+    return mapMaybePromise(revoked(claims, request), (denied) => denied
+      ? refuse(reply, true)
+      : mapMaybePromise(fromHost(validateToken(claims, request)), (identity) => {
+        if (identity === undefined) return refuse(reply, true)
+        request.user = identity
+        request.tokenClaims = claims
+        return true
+      }))
+  }
+
+  function guard (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined>
+  function guard (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void
+  function guard (request: FastifyRequest, reply: FastifyReply, done?: HookHandlerDoneFunction): Promise<FastifyReply | undefined> | undefined {
+    const accepted = check(request, reply)
+    // Awaited: settles as an async hook's would, with the reply once refused.
+    if (done === undefined) return Promise.resolve(accepted).then((ok) => ok ? undefined : reply)
+    // As a hook: done() lets the request through; a refused one has been answered, and done is not called.
+    if (accepted === true) done()
+    else if (accepted !== false) accepted.then((ok) => { if (ok) done() }, done)
     return undefined
   }
+  return guard
 }

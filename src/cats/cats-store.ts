@@ -1,4 +1,5 @@
 import type { CreateCatBody, UpdateCatBody } from './schemas.js'
+import type { MaybePromise } from '../maybe-promise.js'
 
 /** Limits every store enforces the same way. */
 export interface StoreLimits {
@@ -79,18 +80,18 @@ export interface CatsPage {
  * list is in creation order; update shallow-merges every field but `id`.
  */
 export interface CatsStore {
-  count: () => Promise<number>
+  count: () => MaybePromise<number>
   /**
    * Up to `limit` cats created after the cat at `after` (0: from the first), in creation order, as the
    * JSON text stored. Positions only grow, so paging by the last position neither skips nor repeats a cat.
    * With `maxBytes`, the page stops before the cat that would take its text (commas included) past that
    * many UTF-8 bytes, but holds at least one cat when any follows.
    */
-  page: (after: number, limit: number, maxBytes?: number) => Promise<CatsPage>
+  page: (after: number, limit: number, maxBytes?: number) => MaybePromise<CatsPage>
   /** The earliest created cat with this id as JSON text, as stored; undefined when none has it. */
-  findJson: (id: number) => Promise<string | undefined>
+  findJson: (id: number) => MaybePromise<string | undefined>
   /** The new cat as JSON text, as stored; throws CollectionFull when the store holds `maxCats` already. */
-  createJson: (fields: CreateCatBody) => Promise<string>
+  createJson: (fields: CreateCatBody) => MaybePromise<string>
   /**
    * Creates the cat and records the key with it atomically, or, when the key was recorded within
    * IDEMPOTENCY_KEY_TTL_MS and is still kept, creates nothing and returns the cat's JSON as created (either way as
@@ -98,11 +99,11 @@ export interface CatsStore {
    * Throws IdempotencyKeyReused for another fingerprint, IdempotencyKeyInUse while the first
    * request with the key is still running, CollectionFull as create does (and records nothing).
    */
-  createOnce: (fields: CreateCatBody, request: IdempotentRequest) => Promise<IdempotentCreateResult>
+  createOnce: (fields: CreateCatBody, request: IdempotentRequest) => MaybePromise<IdempotentCreateResult>
   /**
    * The merged cat as JSON text, as stored; undefined when no cat has this id. Throws CatTooLarge when the merged
    * cat would exceed `maxCatBytes`.
    */
-  updateJson: (id: number, fields: UpdateCatBody) => Promise<string | undefined>
-  remove: (id: number) => Promise<void>
+  updateJson: (id: number, fields: UpdateCatBody) => MaybePromise<string | undefined>
+  remove: (id: number) => MaybePromise<void>
 }

@@ -38,6 +38,7 @@ interface KeyOwner {
  * stored cats plus one, so ids repeat after deletes; single-record operations
  * act on the earliest created cat with that id. Every operation but list is O(1)
  * (amortized), and a page is found by binary search.
+ * Methods are synchronous; callers may await them like any CatsStore's.
  */
 export class MemoryCatsStore implements CatsStore {
   /** Every entry in creation order; removed ones stay until they are half of it, so a removal costs O(1) amortized. */
@@ -83,11 +84,11 @@ export class MemoryCatsStore implements CatsStore {
     return this.#inCreationOrder.length - this.#removedInOrder
   }
 
-  async count (): Promise<number> {
+  count (): number {
     return this.size
   }
 
-  async page (after: number, limit: number, maxBytes = Number.POSITIVE_INFINITY): Promise<CatsPage> {
+  page (after: number, limit: number, maxBytes = Number.POSITIVE_INFINITY): CatsPage {
     const order = this.#inCreationOrder
     const texts: string[] = []
     let last = after
@@ -106,11 +107,11 @@ export class MemoryCatsStore implements CatsStore {
     return { items: texts.join(','), last, more: index < order.length }
   }
 
-  async findJson (id: number): Promise<string | undefined> {
+  findJson (id: number): string | undefined {
     return this.#byId.get(id)?.first?.json
   }
 
-  async createJson (fields: CreateCatBody): Promise<string> {
+  createJson (fields: CreateCatBody): string {
     return this.#add(fields).json
   }
 
@@ -128,8 +129,8 @@ export class MemoryCatsStore implements CatsStore {
     return entry
   }
 
-  /** Without an await, so a first request is never in progress when its repeat arrives. */
-  async createOnce (fields: CreateCatBody, request: IdempotentRequest): Promise<IdempotentCreateResult> {
+  /** Synchronous, so a first request is never in progress when its repeat arrives. */
+  createOnce (fields: CreateCatBody, request: IdempotentRequest): IdempotentCreateResult {
     const now = this.#now()
     this.#forgetExpiredKeys(now)
     const id = `${request.scope}\n${request.key}`
@@ -144,12 +145,12 @@ export class MemoryCatsStore implements CatsStore {
   }
 
   /** Shallow-merges the fields into the cat; `id` never changes. */
-  async updateJson (id: number, fields: UpdateCatBody): Promise<string | undefined> {
+  updateJson (id: number, fields: UpdateCatBody): string | undefined {
     return this.#merge(id, fields)?.json
   }
 
   /** Removes the earliest created cat with this id, if any. */
-  async remove (id: number): Promise<void> {
+  remove (id: number): void {
     const queue = this.#byId.get(id)
     const entry = queue?.first
     if (queue === undefined || entry === undefined) return
