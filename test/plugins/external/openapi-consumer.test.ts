@@ -83,7 +83,7 @@ t.test('the type check is real: a client that reads a field of the 200 without n
   const careless = join(dir, 'careless.ts')
   await writeFile(careless, [
     "import createClient from 'openapi-fetch'",
-    "import type { paths } from '../schema.js'",
+    "import type { paths } from './schema.js'",
     "const { data } = await createClient<paths>({ baseUrl: 'http://127.0.0.1' }).GET('/cats/{id}', { params: { path: { id: 1 } } })",
     'if (data !== undefined) console.log(data.id)',
     'export {}'
