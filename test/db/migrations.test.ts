@@ -137,6 +137,10 @@ t.test('PGlite in process (pglite://memory)', async (t) => {
     return shared
   })
 
+  t.test('ping answers while the database is open (readiness probes it)', async (t) => {
+    await t.resolves(shared.ping(1000))
+  })
+
   t.test('a search_path naming no existing schema is a clear error', async (t) => {
     await shared.query('SET search_path TO no_such_schema')
     t.teardown(() => shared.query('SET search_path TO public'))
