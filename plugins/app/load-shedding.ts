@@ -4,7 +4,11 @@ import type { FastifyReply } from 'fastify'
 import { errorBody } from '../../src/http/error-body.js'
 import { Overloaded, retryAfterFor } from '../../src/errors.js'
 
-/** Sheds load with 503 + Retry-After when the event loop lags or the heap grows past the limits. */
+/**
+ * Sheds load with 503 + Retry-After when the event loop lags or the heap grows past the limits. Registered after
+ * the plugins that open the stores: opening PGlite or waiting for Redis holds the loop, and a sample taken
+ * meanwhile would shed the first requests after start.
+ */
 export default fp(async (fastify) => {
   const { MAX_EVENT_LOOP_DELAY_MS, MAX_HEAP_USED_BYTES } = fastify.config
   await fastify.register(underPressure, {
@@ -15,4 +19,4 @@ export default fp(async (fastify) => {
       reply.code(error.statusCode).header('retry-after', String(retryAfterFor(error.code))).send(errorBody(error))
     }
   })
-}, { name: 'under-pressure' })
+}, { name: 'load-shedding', dependencies: ['database', 'redis', 'cats-store', 'sessions', 'users', 'login-protection'] })
