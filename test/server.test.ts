@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { TEST_SECRET } from './support/app.js'
 import { TRUST_PROXY_RULE } from '../src/config.js'
-import { baseEnv, plainNode, serverFile, startServer } from './support/server.js'
+import { baseEnv, fetchKeepAlive, plainNode, serverFile, startServer } from './support/server.js'
 
 async function json (response: Response): Promise<unknown> {
   return response.headers.get('content-length') === '0' ? undefined : response.json()
@@ -16,16 +16,9 @@ async function status (response: Promise<Response>): Promise<number> {
   return res.status
 }
 
-// After SIGTERM the server waits for its idle keep-alive connections to close (test/http/graceful-shutdown.test.ts).
-// fetch closes an idle connection 2 s before the keep-alive timeout the server announces (in whole seconds), and
-// keeps none open when that leaves nothing: at 3 s it closes one after 1 s (at the default 5 s, after 3 s), at 1 s
-// it keeps none.
-const KEEP_IDLE_CONNECTION = { KEEP_ALIVE_TIMEOUT_MS: '3000' }
-const KEEP_NO_CONNECTION = { KEEP_ALIVE_TIMEOUT_MS: '1000' }
-
 t.test('the compiled server serves every route over HTTP and stops cleanly on SIGTERM', async (t) => {
-  // The in-flight login below was sent before the signal: its answer keeps the connection open.
-  const { child, base, output } = await startServer(KEEP_IDLE_CONNECTION)
+  // The in-flight login below was sent before the signal: its answer leaves the connection open, and idle.
+  const { child, base, output } = await startServer(fetchKeepAlive.oneSecond)
   const exited = once(child, 'exit')
   t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
   const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
@@ -105,7 +98,7 @@ t.test('NODE_ENV=production without USERS_FILE exits non-zero with a message', a
 
 t.test('npm start reads a .env file from its working directory; variables set in the environment win over it', async (t) => {
   const dir = t.testdir({ '.env': 'CATS_AUTH=required\nDOCS_ENABLED=false\nPORT=1\n' })
-  const { child, base } = await startServer({ DOCS_ENABLED: 'true', ...KEEP_NO_CONNECTION }, dir)
+  const { child, base } = await startServer({ DOCS_ENABLED: 'true', ...fetchKeepAlive.none }, dir)
   t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
   t.equal(await status(fetch(`${base}/cats`)), 401, 'CATS_AUTH=required from the file took effect')
   t.equal(await status(fetch(`${base}/docs/json`)), 200, 'DOCS_ENABLED=true from the environment beat the file')
@@ -116,7 +109,7 @@ t.test('npm start reads a .env file from its working directory; variables set in
 })
 
 t.test('with METRICS_ENABLED=true the compiled server serves Prometheus text at /metrics (by default it does not: see the first test)', async (t) => {
-  const on = await startServer({ METRICS_ENABLED: 'true', ...KEEP_NO_CONNECTION })
+  const on = await startServer({ METRICS_ENABLED: 'true', ...fetchKeepAlive.none })
   t.teardown(() => { if (on.child.exitCode === null) on.child.kill('SIGKILL') })
   t.equal(await status(fetch(`${on.base}/cats`)), 200)
   const scrape = await fetch(`${on.base}/metrics`)

@@ -17,6 +17,19 @@ export function plainNode (file: string, nodeArgs: readonly string[] = []): [str
   return ['env', ['-u', 'NODE_OPTIONS', process.execPath, ...nodeArgs, file]]
 }
 
+/**
+ * Keep-alive settings for servers that a test stops with SIGTERM: the server then waits for its idle keep-alive
+ * connections to close (test/http/graceful-shutdown.test.ts). fetch closes an idle connection 2 s before the
+ * keep-alive timeout the server announces (in whole seconds), and keeps none open when that leaves no time; at the
+ * default 5 s, a connection fetch has used holds the drain for 3 s.
+ */
+export const fetchKeepAlive = {
+  /** fetch keeps no connection open after a response: none is left to drain. */
+  none: { KEEP_ALIVE_TIMEOUT_MS: '1000' },
+  /** fetch closes an idle connection after 1 s: the drain waits for it that long. */
+  oneSecond: { KEEP_ALIVE_TIMEOUT_MS: '3000' }
+}
+
 export interface RunningServer {
   child: ChildProcessWithoutNullStreams
   base: string
