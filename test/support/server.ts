@@ -1,6 +1,8 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
 import { join } from 'node:path'
+import type { Test } from 'tap'
 import { TEST_SECRET } from './app.js'
+import { cheapDemoUsers } from './cheap-users.js'
 
 /** The bundled server, as `npm start` runs it. */
 export const serverFile = join(import.meta.dirname, '..', '..', 'dist', 'server', 'src', 'server.js')
@@ -28,6 +30,11 @@ export const fetchKeepAlive = {
   none: { KEEP_ALIVE_TIMEOUT_MS: '1000' },
   /** fetch closes an idle connection after 1 s: the drain waits for it that long. */
   oneSecond: { KEEP_ALIVE_TIMEOUT_MS: '3000' }
+}
+
+/** A USERS_FILE of the demo accounts with cheap hashes (see cheap-users.ts), in the test's own directory. */
+export async function cheapUsersFile (t: Test): Promise<string> {
+  return join(t.testdir({ 'users.json': JSON.stringify(await cheapDemoUsers()) }), 'users.json')
 }
 
 export interface RunningServer {
