@@ -1,6 +1,7 @@
 import t from 'tap'
 import { randomBytes } from 'node:crypto'
 import { isDeepStrictEqual } from 'node:util'
+import { fetchKeepAlive } from './support/server.js'
 import { urlWithSchema } from './support/sql-schemas.js'
 import {
   asList, call, freshSchema, idOf, isRecord, mapLimit, randomAddress, range, startServer, stopServer, usersFile, type Answer, type Running
@@ -11,6 +12,8 @@ import {
 // a restart, a SIGKILL and retries on another instance) are in test/stress/multi-instance.stress.ts.
 
 const { TEST_DATABASE_URL, TEST_REDIS_URL } = process.env
+// Stopped when idle: no keep-alive connection of fetch's holds the drain after SIGTERM.
+const idleStop = fetchKeepAlive.none
 
 if (TEST_DATABASE_URL === undefined) {
   t.comment('TEST_DATABASE_URL is not set: the multi-instance PostgreSQL test was skipped')
@@ -19,7 +22,7 @@ if (TEST_DATABASE_URL === undefined) {
   t.test('two servers on one PostgreSQL database act as one service', async (t) => {
     const { schema, db } = await freshSchema(t, databaseUrl)
     const user = await usersFile(t)
-    const env = { DATABASE_URL: urlWithSchema(databaseUrl, schema), USERS_FILE: user.file }
+    const env = { DATABASE_URL: urlWithSchema(databaseUrl, schema), USERS_FILE: user.file, ...idleStop }
     const [a, b] = await Promise.all([startServer(t, env), startServer(t, env)])
     t.not(a.base, b.base, 'two processes on two ports')
 
@@ -90,7 +93,7 @@ async function alternateFailedLogins (servers: Running[], times: number, address
   return answers
 }
 
-const limitEnv = { LOGIN_MAX_FAILURES: '3', LOGIN_CLIENT_MAX_FAILURES: '3', TRUST_PROXY: '1' }
+const limitEnv = { LOGIN_MAX_FAILURES: '3', LOGIN_CLIENT_MAX_FAILURES: '3', TRUST_PROXY: '1', ...idleStop }
 
 if (TEST_REDIS_URL === undefined) {
   t.comment('TEST_REDIS_URL is not set: the shared failed-login counters test was skipped')

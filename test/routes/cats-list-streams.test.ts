@@ -54,15 +54,22 @@ for (const [streams, config] of [[8, {}], [5, { LIST_STREAMS_MAX: 5 }]] as const
 }
 
 t.test('a reader that stops reading has its whole list cut off after LIST_WRITE_TIMEOUT_MS', async (t) => {
-  const { port } = await listening(t, { LIST_WRITE_TIMEOUT_MS: 500 })
+  const { app, port } = await listening(t, { LIST_WRITE_TIMEOUT_MS: 500 })
   const [reader] = await stalledReaders(t, port, 1)
-  await sleep(1500)
+  // The reader's is the server's only connection: it is cut once the server has none.
+  const connections = (): Promise<number> => new Promise((resolve, reject) => {
+    app.server.getConnections((error, count) => { if (error === null) resolve(count); else reject(error) })
+  })
+  const stalled = Date.now()
+  for (let waited = 0; waited < 5000 && await connections() > 0; waited += 20) await sleep(20)
+  t.comment(`the server closed the connection ${Date.now() - stalled} ms after the reader stopped reading`)
   // Reading again, the client gets what the socket held, then the end of a connection cut short.
   let received = ''
   const closed = new Promise<void>((resolve) => reader.once('close', () => resolve()))
   reader.on('data', (chunk: Buffer) => { received += chunk.toString('latin1') })
   reader.resume()
-  await Promise.race([closed, sleep(5000)])
+  // An unref'd cap: a timer left pending would keep the process alive for its 5 s after the tests.
+  await Promise.race([closed, sleep(5000, undefined, { ref: false })])
   t.equal(reader.destroyed, true, 'the server closed the connection')
   t.notOk(received.endsWith('\r\n0\r\n\r\n'), 'before the end of the list')
   t.ok(received.length < 20_000_000, `${received.length} bytes of a list of 20 MB`)

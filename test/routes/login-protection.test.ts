@@ -116,6 +116,9 @@ function protectionSuite (t: Test, open: AppFactory): void {
   })
 }
 
+// The memory and Redis suites share nothing (the Redis one uses fresh key prefixes); each waits out a lock of 4 s: they run at once.
+t.jobs = 2
+
 t.test('memory', async (t) => {
   protectionSuite(t, (t, config = {}) => build(t, config, { users }))
 })

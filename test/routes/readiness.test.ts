@@ -11,6 +11,8 @@ import { adminClient, freshServerSchema, urlWithSchema } from '../support/sql-sc
 // query per request. The answer is shared while a probe runs and reused for about a second.
 
 const { TEST_DATABASE_URL, TEST_REDIS_URL } = process.env
+// The tests share nothing, and those of PostgreSQL and Redis spend their time waiting out caches and timeouts: two run at once.
+t.jobs = 2
 
 /** A probe whose calls are counted and whose answers the test settles. */
 function controlledProbe (): { probe: () => Promise<string>, calls: () => number, settle: (answer: string) => void, fail: (error: Error) => void } {

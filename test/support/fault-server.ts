@@ -109,7 +109,8 @@ export function endsCleanly (t: Test, server: FaultServer): void {
     t.notMatch(server.output(), /"level":(50|60)/, 'no error or fatal line was logged')
     const exited = once(server.child, 'exit')
     server.child.kill('SIGTERM')
-    const cap = sleep(8000).then(() => 'still running')
+    // Unref'd: a pending timer would keep the test process alive for its 8 s after the server has exited.
+    const cap = sleep(8000, 'still running', { ref: false })
     const outcome = await Promise.race([exited, cap])
     t.strictSame(outcome, [0, null], 'exit code 0 after SIGTERM')
   })

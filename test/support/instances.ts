@@ -8,7 +8,7 @@ import { isDeepStrictEqual } from 'node:util'
 import pg from 'pg'
 import type { Test } from 'tap'
 import { hashPassword } from '../../src/auth/password.js'
-import { baseEnv, serverFile } from './server.js'
+import { baseEnv, plainNode, serverFile } from './server.js'
 import { freshSchemaName } from './sql-schemas.js'
 
 // Compiled servers as separate instances of one service (test/multi-instance.test.ts and
@@ -27,7 +27,7 @@ export interface Running {
 
 /** Starts the compiled server on a free port (PORT=0), waits for its listening line, kills it on teardown. */
 export async function startServer (t: Test, env: Record<string, string> = {}): Promise<Running> {
-  const child = spawn(process.execPath, [serverFile], {
+  const child = spawn(...plainNode(serverFile), {
     env: { ...baseEnv, JWT_SECRET, PORT: '0', HOST: '127.0.0.1', ...env }
   })
   const exited = once(child, 'exit').then((): [number | null, NodeJS.Signals | null] => [child.exitCode, child.signalCode])
@@ -139,7 +139,10 @@ export async function freshSchema (t: Test, databaseUrl: string): Promise<{ sche
   return { schema, db }
 }
 
-/** A users file with one account of a unique name (per run, so counters shared in Redis never carry over). */
+/**
+ * A users file with one account of a unique name (per run, so counters shared in Redis never carry over). Its hash is
+ * cheap: the tests log in to get a token, and a hash of the default cost takes about half a second of CPU each time.
+ */
 export async function usersFile (t: Test): Promise<{ file: string, username: string, password: string, id: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'cats-users-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
@@ -147,7 +150,7 @@ export async function usersFile (t: Test): Promise<{ file: string, username: str
   const password = randomBytes(12).toString('hex')
   const id = 4242
   const file = join(dir, 'users.json')
-  writeFileSync(file, JSON.stringify([{ id, username, passwordHash: await hashPassword(password) }]))
+  writeFileSync(file, JSON.stringify([{ id, username, passwordHash: await hashPassword(password, { ln: 4, r: 8, p: 1 }) }]))
   return { file, username, password, id }
 }
 
