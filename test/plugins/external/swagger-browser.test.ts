@@ -1,9 +1,7 @@
 import t, { type Test } from 'tap'
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { existsSync } from 'node:fs'
 import Fastify from 'fastify'
-import { chromium, type BrowserContext, type Locator, type Page } from 'playwright-core'
+import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core'
 import serviceApp from '../../../src/app.js'
 import { testConfig } from '../../support/app.js'
 import { startServer } from '../../support/server.js'
@@ -11,20 +9,21 @@ import { startServer } from '../../support/server.js'
 // Debian's chromium package; .ci/run installs it when it is missing.
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 
-/** A headless Chromium with a fresh profile and no background traffic, closed on teardown. */
-async function launchBrowser (t: Test): Promise<BrowserContext> {
-  const profile = mkdtempSync(join(tmpdir(), 'cats-docs-chromium-'))
-  const context = await chromium.launchPersistentContext(profile, {
+/** A headless Chromium with no background traffic, shared by the journeys of this file. */
+async function launchBrowser (): Promise<Browser> {
+  return chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
     args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync']
   })
+}
+
+/** A fresh profile of the shared browser (no cookies, storage or cache of another journey), closed on teardown. */
+async function newContext (t: Test, browser: Browser): Promise<BrowserContext> {
+  const context = await browser.newContext()
   // A step that cannot happen fails within seconds instead of waiting for tap's timeout.
   context.setDefaultTimeout(15_000)
-  t.teardown(async () => {
-    await context.close()
-    rmSync(profile, { recursive: true, force: true })
-  })
+  t.teardown(() => context.close())
   return context
 }
 
@@ -78,22 +77,25 @@ async function tryItOut (op: Locator, body?: (text: string) => string): Promise<
   return { status, body: JSON.parse(text), sent }
 }
 
-/** The docs at PREFIX/docs and PREFIX/docs/ load fully; then log in, authorize, read the profile and create a cat. */
-async function driveDocs (t: Test, base: string, prefix: string): Promise<void> {
-  const context = await launchBrowser(t)
-  for (const docsPath of [`${prefix}/docs`, `${prefix}/docs/`]) {
-    const { page, log, problems } = await watchedPage(context)
-    await page.goto(`${base}${docsPath}`, { waitUntil: 'load' })
-    await page.locator('.opblock').first().waitFor()
-    t.equal(await page.locator('.opblock').count(), 10, `${docsPath}: every operation is listed`)
-    await page.waitForLoadState('networkidle')
-    t.strictSame(problems, [], `${docsPath}: no console error, CSP violation or failed request while loading`)
-    t.comment(`${docsPath} console log (${log.length} lines)${log.map((line) => `\n  ${line}`).join('')}`)
-    await page.close()
-  }
+/** A fresh page at DOCSPATH, which loads fully without a problem. */
+async function loadDocs (t: Test, context: BrowserContext, base: string, docsPath: string): Promise<{ page: Page, log: string[], problems: string[] }> {
+  const watched = await watchedPage(context)
+  const { page, log, problems } = watched
+  await page.goto(`${base}${docsPath}`, { waitUntil: 'load' })
+  await page.locator('.opblock').first().waitFor()
+  t.equal(await page.locator('.opblock').count(), 10, `${docsPath}: every operation is listed`)
+  await page.waitForLoadState('networkidle')
+  t.strictSame(problems, [], `${docsPath}: no console error, CSP violation or failed request while loading`)
+  t.comment(`${docsPath} console log (${log.length} lines)${log.map((line) => `\n  ${line}`).join('')}`)
+  return watched
+}
 
-  const { page, log, problems } = await watchedPage(context)
-  await page.goto(`${base}${prefix}/docs`, { waitUntil: 'load' })
+/** The docs at PREFIX/docs/ and PREFIX/docs load fully; then, on the page of /docs, log in, authorize, read the profile and create a cat. */
+async function driveDocs (t: Test, browser: Browser, base: string, prefix: string): Promise<void> {
+  const context = await newContext(t, browser)
+  await (await loadDocs(t, context, base, `${prefix}/docs/`)).page.close()
+  // The session goes on from this load, so its problems count for the whole session too.
+  const { page, log, problems } = await loadDocs(t, context, base, `${prefix}/docs`)
 
   const login = await tryItOut(operation(page, 'post', '/auth/login'), (text) => text)
   t.strictSame(JSON.parse(login.sent ?? ''), { username: 'john', password: 'changeme' }, 'Try it out is pre-filled with a working login')
@@ -120,11 +122,14 @@ async function driveDocs (t: Test, base: string, prefix: string): Promise<void> 
 if (!existsSync(CHROMIUM)) {
   t.comment(`SKIPPED: the docs browser test needs Chromium at ${CHROMIUM} (Debian package "chromium"; .ci/run installs it), which is not installed here`)
 } else {
+  const browser = await launchBrowser()
+  t.teardown(() => browser.close())
+
   // CATS_AUTH=required: POST /cats succeeds only if Swagger UI sends the token it was given.
   t.test('standalone server: /docs and /docs/ work in a real browser, login → Authorize → profile → create', async (t) => {
     const server = await startServer({ CATS_AUTH: 'required' })
     t.teardown(() => { server.child.kill('SIGKILL') })
-    await driveDocs(t, server.base, '')
+    await driveDocs(t, browser, server.base, '')
   })
 
   t.test('registered by a host under /api: /api/docs and /api/docs/ work in a real browser, same journey', async (t) => {
@@ -132,6 +137,6 @@ if (!existsSync(CHROMIUM)) {
     await host.register(serviceApp, { prefix: '/api', config: { ...testConfig, CATS_AUTH: 'required' } })
     t.teardown(() => host.close())
     const base = await host.listen({ host: '127.0.0.1', port: 0 })
-    await driveDocs(t, base, '/api')
+    await driveDocs(t, browser, base, '/api')
   })
 }
