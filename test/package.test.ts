@@ -19,8 +19,12 @@ async function npm (cwd: string, ...args: string[]): Promise<string> {
   return stdout
 }
 
+// One tarball for the file: its listing is checked, then it is installed into a host app beside it.
+const dir = mkdtempSync(join(tmpdir(), 'cats-host-'))
+t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+const [packed] = JSON.parse(await npm(root, 'pack', '--json', '--pack-destination', dir))
+
 t.test('the tarball holds the build, README, docs, LICENSE and package.json; no tests, benchmarks, sources or maps', async (t) => {
-  const [packed] = JSON.parse(await npm(root, 'pack', '--dry-run', '--json'))
   const files: string[] = packed.files.map((file: { path: string }) => file.path)
   t.comment(`npm pack: ${files.length} files, ${packed.size} bytes packed`)
   t.ok(files.includes('package.json') && files.includes('README.md') && files.includes('LICENSE') && files.includes('docs/configuration.md'))
@@ -46,9 +50,6 @@ t.test('engines: every package of the lockfile accepts the oldest Node this pack
 })
 
 t.test('installed from the tarball into a host app outside the repository, the plugin and its guard work', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'cats-host-'))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  const [packed] = JSON.parse(await npm(root, 'pack', '--json', '--pack-destination', dir))
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'host-app', private: true, type: 'module' }))
   await npm(dir, 'install', '--prefer-offline', join(dir, packed.filename), `fastify@${pkg.dependencies.fastify}`)
 
