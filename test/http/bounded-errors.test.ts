@@ -78,21 +78,40 @@ interface Shape {
 
 /** The JSON text of `shape`, filled up to (never over) `limit` bytes. */
 function hostileBody ({ kind, keyChar, keyLength }: Shape, limit: number): string {
-  // A key of `keyLength` characters at most, cut so its JSON text takes at most `share` of the limit.
+  // A key of `keyLength` characters at most, cut so its JSON text takes at most `share` of the limit:
+  // two UTF-16 units at a time from its end (whole characters, after the index), to the longest that fits.
+  // Its JSON text only grows with its length, so the number of cuts is found by halving.
   const quoted = (index: number, share: number): string => {
-    let key = `${index}${keyChar.repeat(keyLength)}`
-    while (Buffer.byteLength(JSON.stringify(key)) > limit * share) key = key.slice(0, -2)
-    return JSON.stringify(key)
+    const key = `${index}${keyChar.repeat(keyLength)}`
+    const cut = (cuts: number): string => key.slice(0, Math.max(0, key.length - 2 * cuts))
+    const fits = (cuts: number): boolean => Buffer.byteLength(JSON.stringify(cut(cuts))) <= limit * share
+    if (fits(0)) return JSON.stringify(key)
+    let fewest = 1
+    let most = Math.ceil(key.length / 2)
+    while (fewest < most) {
+      const middle = Math.floor((fewest + most) / 2)
+      if (fits(middle)) most = middle
+      else fewest = middle + 1
+    }
+    return JSON.stringify(cut(fewest))
   }
-  const fill = (prefix: string, item: (index: number) => string, suffix: string): string => {
+  // `item` is the same text every time, or the text of the item at an index; the items are comma-separated.
+  const fill = (prefix: string, item: string | ((index: number) => string), suffix: string): string => {
+    const size = Buffer.byteLength(prefix) + Buffer.byteLength(suffix)
+    if (typeof item === 'string') {
+      // As many as fit, counted instead of added one by one (hundreds of thousands of `{}` in a MiB).
+      const bytes = Buffer.byteLength(item)
+      const count = size + bytes > limit ? 0 : 1 + Math.floor((limit - size - bytes) / (bytes + 1))
+      return `${prefix}${Array(count).fill(item).join(',')}${suffix}`
+    }
     const items: string[] = []
-    let size = Buffer.byteLength(prefix) + Buffer.byteLength(suffix)
+    let filled = size
     for (let index = 0; ; index++) {
       const next = item(index)
       const added = Buffer.byteLength(next) + (items.length === 0 ? 0 : 1)
-      if (size + added > limit) break
+      if (filled + added > limit) break
       items.push(next)
-      size += added
+      filled += added
     }
     return `${prefix}${items.join(',')}${suffix}`
   }
@@ -105,13 +124,13 @@ function hostileBody ({ kind, keyChar, keyLength }: Shape, limit: number): strin
         prefix += `{${quoted(level, 1 / 2 / 31)}:`
         suffix += '}'
       }
-      return fill(`${prefix}[`, () => '{}', `]${suffix}`)
+      return fill(`${prefix}[`, '{}', `]${suffix}`)
     }
     case 'wide':
       // As many long keys as fit, each with a value that fails somewhere.
       return fill('{', (index) => `${quoted(index, 1 / 8)}:{"constructor":1,"age":"x"}`, '}')
     case 'reserved':
-      return fill(`{${quoted(0, 1 / 4)}:[`, () => '{"constructor":1}', ']}')
+      return fill(`{${quoted(0, 1 / 4)}:[`, '{"constructor":1}', ']}')
     case 'wrong types':
       return fill('{"name":1,"age":"x","breed":null,"username":[],"password":{},"refresh_token":7,"constructor":0,', (index) => `${quoted(index, 1 / 8)}:null`, '}')
     case 'deep arrays':
