@@ -75,6 +75,8 @@ console.log('listening at ' + address)
     compilerOptions: {
       strict: true,
       target: 'ES2022',
+      // A Node host's globals come from @types/node, not from the DOM's declarations (40,000 lines fewer to read).
+      lib: ['ES2022'],
       module: 'NodeNext',
       moduleResolution: 'NodeNext',
       skipLibCheck: true,
