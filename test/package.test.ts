@@ -6,19 +6,17 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import semver from 'semver'
 import { TEST_SECRET } from './support/app.js'
+import { plainNode, withoutTapLoader } from './support/server.js'
 
 const run = promisify(execFile)
 const root = join(import.meta.dirname, '..')
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
 // npm and the host app run outside tap's coverage; the npm cache of this machine serves the install.
 const env = { PATH: process.env.PATH, HOME: process.env.HOME, _TAPJS_PROCESSINFO_COVERAGE_: '0', NO_UPDATE_NOTIFIER: '1' }
-// npm, tsc and the host run without tap's process-info loader (as plainNode of support/server.ts runs node), which would
-// follow each module they load.
-const withoutLoader = (command: string, args: string[]): [string, string[]] => ['env', ['-u', 'NODE_OPTIONS', command, ...args]]
 
 /** `npm ...` in a directory; the build is already there, so no lifecycle script runs (it would rebuild dist/ under other tests). */
 async function npm (cwd: string, ...args: string[]): Promise<string> {
-  const { stdout } = await run(...withoutLoader('npm', [...args, '--ignore-scripts', '--no-audit', '--no-fund']), { cwd, env, maxBuffer: 16 * 1024 * 1024 })
+  const { stdout } = await run(...withoutTapLoader('npm', [...args, '--ignore-scripts', '--no-audit', '--no-fund']), { cwd, env, maxBuffer: 16 * 1024 * 1024 })
   return stdout
 }
 
@@ -88,8 +86,8 @@ console.log('listening at ' + address)
     },
     files: ['host.ts']
   }))
-  await run(...withoutLoader(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', dir]), { cwd: dir, env })
-  const child = spawn(...withoutLoader(process.execPath, ['host.js']), { cwd: dir, env: { ...env, JWT_SECRET: TEST_SECRET } })
+  await run(...plainNode(join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', dir), { cwd: dir, env })
+  const child = spawn(...plainNode('host.js'), { cwd: dir, env: { ...env, JWT_SECRET: TEST_SECRET } })
   t.teardown(() => { child.kill('SIGKILL') })
   let output = ''
   child.stderr.on('data', (chunk) => { output += String(chunk) })

@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type { Test } from 'tap'
 import { TEST_SECRET } from './app.js'
-import { baseEnv } from './server.js'
+import { baseEnv, plainNode } from './server.js'
 
 /**
  * The built service (dist/src, as `npm run build` leaves it) with the standalone server's options, in a
@@ -86,7 +86,7 @@ export interface FilledServer {
 
 /** Starts a filled server that the test's teardown stops. */
 export async function startFilledServer (t: Test, { cats, largeCats = 0, largeCatBytes = 8000, env = {}, timeTurns = false }: FilledServerOptions): Promise<FilledServer> {
-  const child = spawn(process.execPath, ['--input-type=module', '-e', FILLED_SERVER], {
+  const child = spawn(...plainNode('--input-type=module', '-e', FILLED_SERVER), {
     cwd: join(import.meta.dirname, '..', '..'),
     env: {
       ...baseEnv,

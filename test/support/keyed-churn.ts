@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { TEST_SECRET } from './app.js'
 import { closedPort } from './ports.js'
-import { baseEnv, serverFile } from './server.js'
+import { baseEnv, plainNode, serverFile } from './server.js'
 
 /** A compiled server that logs warnings only (no line per request), and its address. */
 export interface QuietServer {
@@ -14,7 +14,7 @@ export interface QuietServer {
  * Node options for a server whose live heap can be measured: SIGURG runs a full garbage collection (the
  * heap used read otherwise includes whatever garbage the next collection would free).
  */
-const COLLECT_ON_SIGURG = "--expose-gc --import=data:text/javascript,process.on('SIGURG',()=>gc())"
+const COLLECT_ON_SIGURG = ['--expose-gc', "--import=data:text/javascript,process.on('SIGURG',()=>gc())"]
 
 /**
  * Starts the compiled server as `npm start` runs it, with LOG_LEVEL=warn so that a long run of requests writes
@@ -23,7 +23,7 @@ const COLLECT_ON_SIGURG = "--expose-gc --import=data:text/javascript,process.on(
  */
 export async function startQuietServer (heapLimitMb: number, env: Record<string, string>): Promise<QuietServer> {
   const port = await closedPort()
-  const child = spawn(process.execPath, [serverFile], {
+  const child = spawn(...plainNode(`--max-old-space-size=${heapLimitMb}`, ...COLLECT_ON_SIGURG, serverFile), {
     env: {
       ...baseEnv,
       JWT_SECRET: TEST_SECRET,
@@ -31,7 +31,6 @@ export async function startQuietServer (heapLimitMb: number, env: Record<string,
       HOST: '127.0.0.1',
       LOG_LEVEL: 'warn',
       METRICS_ENABLED: 'true',
-      NODE_OPTIONS: `--max-old-space-size=${heapLimitMb} ${COLLECT_ON_SIGURG}`,
       ...env
     },
     stdio: ['ignore', 'ignore', 'inherit']

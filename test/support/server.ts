@@ -14,14 +14,17 @@ export const serverFile = join(import.meta.dirname, '..', '..', 'dist', 'server'
 export const baseEnv = { PATH: process.env.PATH, _TAPJS_PROCESSINFO_COVERAGE_: '0', _TAPJS_PROCESSINFO_EXCLUDE_: '/./' }
 
 /**
- * The command and arguments that run `node [nodeArgs] <file>` without tap's process-info loader. Under tap
- * every child process gets that loader in NODE_OPTIONS, added after the options given to spawn, whatever they
- * say; it follows each module the child loads (for coverage, which is not reported for the compiled files)
- * and about triples the CPU time of the server's start. `env -u NODE_OPTIONS` runs node as `npm start` does.
+ * `command args` without tap's process-info loader. Under tap every child process gets that loader in
+ * NODE_OPTIONS, added after the options given to spawn, whatever they say; it follows each module the child
+ * loads (for coverage, which is not reported for the compiled files) and about triples the CPU time of the
+ * server's start. `env -u NODE_OPTIONS` runs it as `npm start` would.
  */
-export function plainNode (file: string, nodeArgs: readonly string[] = []): [string, string[]] {
-  return ['env', ['-u', 'NODE_OPTIONS', process.execPath, ...nodeArgs, file]]
+export function withoutTapLoader (command: string, args: readonly string[]): [string, string[]] {
+  return ['env', ['-u', 'NODE_OPTIONS', command, ...args]]
 }
+
+/** `node ...args` without tap's process-info loader (see withoutTapLoader). */
+export const plainNode = (...args: string[]): [string, string[]] => withoutTapLoader(process.execPath, args)
 
 /**
  * Keep-alive settings for servers that a test stops with SIGTERM: the server then waits for its idle keep-alive
