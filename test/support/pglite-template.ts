@@ -1,7 +1,7 @@
-import { constants, cpSync, existsSync, mkdtempSync, readFileSync } from 'node:fs'
-import { mkdir, mkdtemp, rename, rm } from 'node:fs/promises'
+import { constants, cpSync, existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs'
+import { mkdir, mkdtemp, readdir, rename, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { basename, join } from 'node:path'
 import { PGlite } from '@electric-sql/pglite'
 import type { Test } from 'tap'
 
@@ -22,6 +22,18 @@ const templateDir = join(cacheDir, `pglite-${pgliteVersion}`)
 
 let made: Promise<string> | undefined
 
+/** Builds left by processes killed while building (one takes seconds): older than ten minutes, nobody finishes them. */
+async function removeAbandonedBuilds (): Promise<void> {
+  const prefix = `${basename(templateDir)}.building-`
+  for (const entry of await readdir(cacheDir)) {
+    if (!entry.startsWith(prefix)) continue
+    const path = join(cacheDir, entry)
+    // Gone already when another process removed it meanwhile.
+    const modified = statSync(path, { throwIfNoEntry: false })?.mtimeMs ?? Date.now()
+    if (Date.now() - modified > 600_000) await rm(path, { recursive: true, force: true })
+  }
+}
+
 /**
  * The template's path, made on first use. It is built beside its final place and
  * renamed into it, so a test process never sees half of one; of processes that
@@ -31,6 +43,7 @@ export function pgliteTemplate (): Promise<string> {
   made ??= (async () => {
     if (existsSync(templateDir)) return templateDir
     await mkdir(cacheDir, { recursive: true })
+    await removeAbandonedBuilds()
     const building = await mkdtemp(`${templateDir}.building-`)
     try {
       const db = new PGlite(building)
