@@ -15,6 +15,7 @@ import { SessionStoreUnavailable } from '../../src/errors.js'
 import { closedPort } from '../support/ports.js'
 import { logCapture } from '../support/app.js'
 import { adminClient, freshSchemaOn, freshServerSchema, urlWithSchema } from '../support/sql-schemas.js'
+import { pgliteCopy } from '../support/pglite-template.js'
 
 /**
  * One contract for the denylist and one for the session records, run unchanged
@@ -305,9 +306,10 @@ function sqlSuites (t: Test, openSchema: Open<SqlClient>): void {
 }
 
 t.test('PGlite in process', async (t) => {
-  // Started here, not alongside the memory tests: starting a PGlite holds the event loop for seconds, which
-  // would stretch the sweeping intervals those tests time.
-  const shared = await pgliteClient('memory')
+  // Started here, not alongside the memory tests: opening a PGlite holds the event loop for a second or more,
+  // which would stretch the sweeping intervals those tests time. A copy of an initialised empty database:
+  // creating one from nothing takes seconds more.
+  const shared = await pgliteClient(await pgliteCopy(t))
   let closed = false
   t.teardown(async () => {
     if (!closed) await shared.close()
@@ -315,7 +317,7 @@ t.test('PGlite in process', async (t) => {
   sqlSuites(t, async (t) => await freshSchemaOn(t, shared, 'sessions_test'))
 
   t.test('a database that fails gives SessionStoreUnavailable, and its status hears of it', async (t) => {
-    // The shared PGlite, closed: the tests before this one are done with it (a new one would take seconds to start).
+    // The shared PGlite, closed: the tests before this one are done with it (another one would take a second to open).
     const client = shared
     closed = true
     await client.close()

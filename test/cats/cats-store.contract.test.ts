@@ -10,6 +10,7 @@ import { SqlCatsStore } from '../../src/cats/sql-cats-store.js'
 import { migrate } from '../../src/db/migrations.js'
 import type { CreateCatBody, StoredCat, UpdateCatBody } from '../../src/cats/schemas.js'
 import { adminClient, freshSchemaName, freshSchemaOn, freshServerSchema, urlWithSchema } from '../support/sql-schemas.js'
+import { pgliteCopy } from '../support/pglite-template.js'
 
 /**
  * One contract for every CatsStore, run unchanged
@@ -383,12 +384,13 @@ const sqlStores = (openSchema: SchemaFactory): StoreFactory => async (t, storeLi
   return withObjects(new SqlCatsStore(client, storeLimits, { now }))
 }
 
-// Starting a PGlite takes seconds: both start now, while the memory suite runs.
-const inProcess = pgliteClient('memory')
-const servedDb = new PGlite()
+// Both open copies of an initialised empty database (creating one from nothing takes seconds more), and open
+// now, while the memory suite runs.
+const inProcess = pgliteCopy(t).then(async (dir) => await pgliteClient(dir))
+const served = pgliteCopy(t).then(async (dir) => await PGlite.create(dir))
 t.teardown(async () => {
   await (await inProcess).close()
-  await servedDb.close()
+  await (await served).close()
 })
 
 t.test('in-memory MemoryCatsStore', async (t) => {
@@ -397,7 +399,7 @@ t.test('in-memory MemoryCatsStore', async (t) => {
   })
 })
 
-t.test('SqlCatsStore over PGlite in process (pglite://memory)', async (t) => {
+t.test('SqlCatsStore over PGlite in process (pglite://<directory>)', async (t) => {
   // One PGlite for the suite; each test gets its own schema on it.
   const shared = await inProcess
   const openSchema: SchemaFactory = async (t) => await freshSchemaOn(t, shared, 'cats_test')
@@ -405,7 +407,7 @@ t.test('SqlCatsStore over PGlite in process (pglite://memory)', async (t) => {
 })
 
 t.test('SqlCatsStore over node-postgres, to a PGlite socket server', async (t) => {
-  const db = servedDb
+  const db = await served
   const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0, maxConnections: 100 })
   await server.start()
   t.teardown(() => server.stop())

@@ -14,6 +14,7 @@ import { CatTooLarge } from '../../src/errors.js'
 import { PgQueryCounter } from '../support/pg-queries.js'
 import { adminClient, freshSchemaName, freshSchemaOn, freshServerSchema, urlWithSchema } from '../support/sql-schemas.js'
 import { TcpProxy } from '../support/tcp-proxy.js'
+import { pgliteCopy } from '../support/pglite-template.js'
 
 /**
  * Round trips of the SQL store. PUT is one statement: one round trip to the
@@ -41,12 +42,12 @@ interface WireTarget {
   open: (t: Test) => Promise<ClientFactory>
 }
 
-// Starting a PGlite takes seconds: both start now.
-const inProcess = pgliteClient('memory')
-const servedDb = new PGlite()
+// Both open copies of an initialised empty database (creating one from nothing takes seconds more), and open now.
+const inProcess = pgliteCopy(t).then(async (dir) => await pgliteClient(dir))
+const served = pgliteCopy(t).then(async (dir) => await PGlite.create(dir))
 t.teardown(async () => {
   await (await inProcess).close()
-  await servedDb.close()
+  await (await served).close()
 })
 
 /** Texts that stress the splicing: quotes, backslashes, escapes, \u0000, lone surrogates, other scripts. */
@@ -241,7 +242,7 @@ function overTheWire (t: Test, target: WireTarget): void {
   })
 }
 
-t.test('PGlite in process (pglite://memory)', async (t) => {
+t.test('PGlite in process (pglite://<directory>)', async (t) => {
   const shared = await inProcess
   sameAsMemory(t, async (t) => {
     const client = await freshSchemaOn(t, shared, 'cats_merge')
@@ -251,6 +252,7 @@ t.test('PGlite in process (pglite://memory)', async (t) => {
 })
 
 t.test('node-postgres to a PGlite socket server', async (t) => {
+  const servedDb = await served
   const server = new PGLiteSocketServer({ db: servedDb, host: '127.0.0.1', port: 0, maxConnections: 100 })
   await server.start()
   t.teardown(() => server.stop())

@@ -13,6 +13,7 @@ import { build, logCapture, testConfig } from '../support/app.js'
 import { closedPort } from '../support/ports.js'
 import { TcpProxy } from '../support/tcp-proxy.js'
 import { adminClient, freshServerSchema, urlWithSchema } from '../support/sql-schemas.js'
+import { pgliteCopy } from '../support/pglite-template.js'
 
 /**
  * The app over the SQL stores: the same answers as the memory store, data on
@@ -32,13 +33,14 @@ const kit = { name: 'Kit', age: 1, breed: 'Persian' }
 
 const UNAVAILABLE = { statusCode: 503, error: 'Service Unavailable', message: 'The database is unavailable; retry shortly', code: 'CATS_ERR_STORE_UNAVAILABLE' }
 
-// Starting a PGlite takes seconds: the one served over the wire starts now, alongside the first tests.
-const servedDb = new PGlite()
-t.teardown(() => servedDb.close())
+// Opening a PGlite takes a second or more: the one served over the wire opens now, alongside the first tests,
+// on a copy of an initialised empty database (creating one from nothing takes seconds more).
+const served = pgliteCopy(t).then(async (dir) => await PGlite.create(dir))
+t.teardown(async () => { await (await served).close() })
 
 /** The PGlite above, served over the PostgreSQL wire protocol on 127.0.0.1 until teardown. */
 async function pgliteServer (t: Test): Promise<number> {
-  const server = new PGLiteSocketServer({ db: servedDb, host: '127.0.0.1', port: 0, maxConnections: 100 })
+  const server = new PGLiteSocketServer({ db: await served, host: '127.0.0.1', port: 0, maxConnections: 100 })
   await server.start()
   t.teardown(() => server.stop())
   return Number(server.getServerConn().split(':')[1])

@@ -1,10 +1,13 @@
+import { join } from 'node:path'
 import t from 'tap'
 import { PGlite } from '@electric-sql/pglite'
 import { closedPort } from '../support/ports.js'
 import { runCli } from '../support/cli.js'
+import { copyPgliteTemplate, pgliteCopy } from '../support/pglite-template.js'
 
 t.test('npm run migrate upgrades a database made by the earlier start-up code, and shows the status', async (t) => {
-  const dir = t.testdir()
+  // A copy of an initialised empty database: creating one from nothing takes seconds.
+  const dir = await pgliteCopy(t)
   const env = { DATABASE_URL: `pglite://${dir}` }
   // The schema as the start-up code before versioned migrations created it, with two cats.
   const legacy = new PGlite(dir)
@@ -53,6 +56,9 @@ t.test('npm run migrate: usage, no DATABASE_URL, and a database that cannot be r
 
 t.test('npm run migrate takes DATABASE_URL from a .env file too', async (t) => {
   const dir = t.testdir({ '.env': 'DATABASE_URL=pglite://./data\n' })
+  // ./data holds an initialised empty database, to which every migration applies as to a new one: creating it
+  // would take seconds of initdb (sql-storage.test.ts has the service create a new directory).
+  await copyPgliteTemplate(join(dir, 'data'))
   const { code, stdout } = await runCli('migrate.js', [], '', {}, dir)
   t.equal(code, 0)
   t.equal(stdout, 'Applied 001 cats\nApplied 002 idempotency-keys\nApplied 003 sessions\nApplied 004 cats-merge\nApplied 005 cats-merge-many\nApplied 006 cats-create-many\nApplied 007 session-records\nApplied 008 idempotency-key-limits\nThe cats schema is up to date\n')

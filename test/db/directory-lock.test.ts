@@ -6,16 +6,17 @@ import t, { type Test } from 'tap'
 import { lockDirectory, processIdentity, DirectoryInUseError } from '../../src/db/directory-lock.js'
 import { pgliteClient } from '../../src/db/sql-client.js'
 import { TEST_SECRET } from '../support/app.js'
-import { serverFile } from '../support/server.js'
+import { baseEnv, fetchKeepAlive, plainNode, serverFile } from '../support/server.js'
+import { pgliteCopy } from '../support/pglite-template.js'
 
 // One PGlite owner per directory: a second opener is refused, a dead owner (even one
 // killed with SIGKILL, or whose PID was recycled) never blocks the next one.
 
 const LOCK = 'cats-api.lock'
 
-/** A PID that no process has: a child that has exited. */
+/** A PID that no process has: a child that has exited (`node -e ''`, without tap's loader, which would take longer than the rest). */
 async function deadPid (): Promise<number> {
-  const child = spawn(process.execPath, ['-e', ''])
+  const child = spawn(...plainNode('', ['-e']))
   await once(child, 'exit')
   return child.pid ?? 0
 }
@@ -96,9 +97,13 @@ t.test('pgliteClient: holds the lock while open, and releases it when PGlite can
 
 interface Started { pid: number, code: Promise<number | null>, output: () => string, base: Promise<string> }
 
+/**
+ * The compiled server on `dir`, run as `npm start` runs it (without tap's loader). fetch leaves it no idle
+ * keep-alive connection, so a SIGTERM stops it without waiting for one to close.
+ */
 function startServer (dir: string): Started {
-  const child = spawn(process.execPath, [serverFile], {
-    env: { PATH: process.env.PATH, _TAPJS_PROCESSINFO_COVERAGE_: '0', JWT_SECRET: TEST_SECRET, PORT: '0', HOST: '127.0.0.1', DATABASE_URL: `pglite://${dir}` }
+  const child = spawn(...plainNode(serverFile), {
+    env: { ...baseEnv, JWT_SECRET: TEST_SECRET, PORT: '0', HOST: '127.0.0.1', DATABASE_URL: `pglite://${dir}`, ...fetchKeepAlive.none }
   })
   let output = ''
   child.stderr.on('data', (chunk) => { output += String(chunk) })
@@ -123,7 +128,8 @@ function stop (t: Test, server: Started): void {
 }
 
 t.test('compiled servers: a second one on a directory in use exits 1 and never listens; after a SIGKILL of the first, a new one starts with the data', async (t) => {
-  const dir = join(t.testdir(), 'db')
+  // A copy of an initialised empty database: the first server would spend seconds creating one from nothing.
+  const dir = await pgliteCopy(t)
   const first = startServer(dir)
   stop(t, first)
   const base = await first.base

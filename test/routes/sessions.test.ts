@@ -9,6 +9,7 @@ import { adminClient, freshServerSchema, urlWithSchema } from '../support/sql-sc
 import { freshKeyPrefix } from '../support/redis.js'
 import { raceTrials } from '../support/session-races.js'
 import { cheapDemoUsers } from '../support/cheap-users.js'
+import { pgliteCopy } from '../support/pglite-template.js'
 
 /**
  * Logout and refresh tokens over HTTP, per store: memory, PGlite in process,
@@ -38,6 +39,14 @@ const logout = (app: FastifyInstance, token: string): Promise<LightMyRequestResp
 const refresh = (app: FastifyInstance, refreshToken: unknown): Promise<LightMyRequestResponse> =>
   app.inject({ method: 'POST', url: '/auth/refresh', payload: { refresh_token: refreshToken } })
 const claimsOf = (token: string): Record<string, unknown> => JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString())
+
+/** Waits until the app answers ready (Redis connects after start-up, within milliseconds here), for 10 s at most. */
+async function becomesReady (app: FastifyInstance): Promise<void> {
+  for (let wait = 0; (await app.inject('/health/ready')).statusCode !== 200; wait++) {
+    if (wait === 1000) throw new Error('the app did not become ready within 10 s')
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+}
 
 function refusedToken (t: Test, res: LightMyRequestResponse, name: string): void {
   t.equal(res.statusCode, 401, name)
@@ -130,8 +139,12 @@ function sessionSuite (t: Test, instances: Instances): void {
     refusedRefresh(t, await refresh(app, 'not a refresh token'), 'malformed')
     refusedRefresh(t, await refresh(app, (await login(app)).access_token), 'an access token')
     const { refresh_token: expiring } = await login(app)
-    await new Promise((resolve) => setTimeout(resolve, 1500))
+    // 1.5 s later by the service's clock, which reads Date.now, instead of waiting for them to pass.
+    const realNow = Date.now
+    t.teardown(() => { Date.now = realNow })
+    Date.now = () => realNow() + 1500
     refusedRefresh(t, await refresh(app, expiring), 'expired')
+    Date.now = realNow
     const bad = await app.inject({ method: 'POST', url: '/auth/refresh', payload: { refresh_token: 42 } })
     t.equal(bad.statusCode, 400)
     t.equal(bad.json().code, 'FST_ERR_VALIDATION')
@@ -193,6 +206,33 @@ function sessionSuite (t: Test, instances: Instances): void {
     t.equal((await profile(app, tokens.access_token)).statusCode, 200, 'the session was not ended')
     t.equal((await refresh(app, (await login(app)).refresh_token)).statusCode, 200, 'another session has its own limit')
   })
+}
+
+/**
+ * Instances opened once per suite and shared by its tests, closed when the suite ends: the nth app a test opens
+ * with a configuration is the suite's nth app of that configuration, so "two instances" are two apps. The tests
+ * use sessions of their own, and none of them counts or sweeps the sessions of another.
+ */
+function sharedInstances (suite: Test, open: (config: Config, options: Omit<AppOptions, 'config'>) => Promise<FastifyInstance>): Instances {
+  const apps = new Map<string, Array<Promise<FastifyInstance>>>()
+  return () => {
+    const opened = new Map<string, number>()
+    return async (config = {}, options = {}) => {
+      // The options given here are data (users), so their JSON tells configurations apart.
+      const key = JSON.stringify([config, options])
+      const index = opened.get(key) ?? 0
+      opened.set(key, index + 1)
+      const list = apps.get(key) ?? []
+      apps.set(key, list)
+      // Closed on a teardown registered once the app is open, after whatever its opening registered (a schema, a
+      // key prefix): teardowns run last first, so the app closes before those go.
+      list[index] ??= open(config, options).then((app) => {
+        suite.teardown(() => app.close())
+        return app
+      })
+      return await list[index]
+    }
+  }
 }
 
 /** Two instances share refresh tokens only through a database. */
@@ -261,18 +301,23 @@ t.test('memory', async (t) => {
 })
 
 t.test('PGlite in process', async (t) => {
-  // Starting a PGlite takes seconds: the tests share one app (and its database) per configuration, closed at
-  // the end. They use sessions of their own, and none of them counts or sweeps the sessions of another.
+  // Opening a PGlite takes a second or more: the tests share one app (and its database) per configuration,
+  // closed at the end. They use sessions of their own, and none of them counts or sweeps the sessions of
+  // another. Each database is a copy of an initialised empty one (creating one from nothing takes seconds more).
   const apps = new Map<string, Promise<FastifyInstance>>()
-  t.teardown(async () => {
-    for (const app of apps.values()) await (await app).close()
-  })
   const shared = (config: Config): Promise<FastifyInstance> => {
     const key = JSON.stringify(config)
-    // Load shedding is off: starting the next one holds the event loop for seconds, which the apps already
-    // open would measure as overload (503).
-    const app = apps.get(key) ?? createApp({ DATABASE_URL: 'pglite://memory', MAX_EVENT_LOOP_DELAY_MS: 0, ...config }, { users })
-    apps.set(key, app)
+    let app = apps.get(key)
+    if (app === undefined) {
+      // Load shedding is off: opening the next one holds the event loop for a second or more, which the apps
+      // already open would measure as overload (503).
+      const opened = pgliteCopy(t).then(async (dir) =>
+        await createApp({ DATABASE_URL: `pglite://${dir}`, MAX_EVENT_LOOP_DELAY_MS: 0, ...config }, { users }))
+      // Registered after the copy's removal, so it runs first: the app closes its database before it goes.
+      t.teardown(async () => { await (await opened).close() })
+      app = opened
+      apps.set(key, app)
+    }
     return app
   }
 
@@ -297,7 +342,7 @@ t.test('PGlite in process', async (t) => {
   })
 
   sessionSuite(t, () => {
-    // pglite://memory is one database per app: as in memory, the "two instances" are one app.
+    // A PGlite database belongs to one app: as in memory, the "two instances" are one app.
     let app: Promise<FastifyInstance> | undefined
     return (config = {}) => (app ??= shared(config))
   })
@@ -309,28 +354,17 @@ if (TEST_DATABASE_URL === undefined || TEST_DATABASE_URL === '') {
   const serverUrl = TEST_DATABASE_URL
   /**
    * Apps on one fresh schema of the PostgreSQL server per suite (migrated once, by its first app), optionally with
-   * the denylist in Redis; each test's apps are closed when it ends. The tests use sessions of their own, and none
-   * of them counts or sweeps the sessions of another.
+   * the denylist in Redis, shared by the suite's tests.
    */
   const onPostgres = (suite: Test, redisUrl?: string): Instances => {
     let created: Promise<string> | undefined
-    return (t) => {
-      const apps: FastifyInstance[] = []
-      t.teardown(async () => {
-        for (const app of apps) await app.close()
-      })
-      return async (config = {}, options = {}) => {
-        created ??= (async () => await freshServerSchema(suite, await adminClient(suite, serverUrl), 'sessions_http'))()
-        const app = await createApp({ DATABASE_URL: urlWithSchema(serverUrl, await created), ...(redisUrl !== undefined && { REDIS_URL: redisUrl }), ...config }, { users, ...options })
-        apps.push(app)
-        // Redis connects after start-up, and commands are not queued meanwhile: wait until it is ready.
-        for (let wait = 0; (await app.inject('/health/ready')).statusCode !== 200; wait++) {
-          if (wait === 100) throw new Error('the app did not become ready within 10 s')
-          await new Promise((resolve) => setTimeout(resolve, 100))
-        }
-        return app
-      }
-    }
+    return sharedInstances(suite, async (config, options) => {
+      created ??= (async () => await freshServerSchema(suite, await adminClient(suite, serverUrl), 'sessions_http'))()
+      const app = await createApp({ DATABASE_URL: urlWithSchema(serverUrl, await created), ...(redisUrl !== undefined && { REDIS_URL: redisUrl }), ...config }, { users, ...options })
+      // Redis connects after start-up, and commands are not queued meanwhile: wait until it is ready.
+      await becomesReady(app)
+      return app
+    })
   }
   t.test('PostgreSQL server: two apps on one schema', async (t) => {
     const instances = onPostgres(t)
@@ -353,24 +387,23 @@ if (TEST_REDIS_URL === undefined || TEST_REDIS_URL === '') {
   t.comment('TEST_REDIS_URL is not set: the Redis-only runs of the session tests were skipped')
 } else {
   const redisUrl = TEST_REDIS_URL
-  /** Apps on one fresh key prefix of the Redis server per test, without a database: sessions live in Redis. */
-  const onRedis: Instances = (t) => {
-    const prefix = freshKeyPrefix(t, redisUrl)
-    return async (config = {}, options = {}) => {
-      const app = await build(t, { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: prefix, ...config }, { users, ...options })
-      for (let wait = 0; (await app.inject('/health/ready')).statusCode !== 200; wait++) {
-        if (wait === 100) throw new Error('the app did not become ready within 10 s')
-        await new Promise((resolve) => setTimeout(resolve, 100))
-      }
+  /** Apps on one fresh key prefix of the Redis server per suite, without a database (sessions live in Redis), shared by its tests. */
+  const onRedis = (suite: Test): Instances => {
+    let prefix: string | undefined
+    return sharedInstances(suite, async (config, options) => {
+      prefix ??= freshKeyPrefix(suite, redisUrl)
+      const app = await createApp({ REDIS_URL: redisUrl, REDIS_KEY_PREFIX: prefix, ...config }, { users, ...options })
+      await becomesReady(app)
       return app
-    }
+    })
   }
   t.test('Redis without a database: two apps on one Redis', async (t) => {
-    sessionSuite(t, onRedis)
-    sharedRefreshSuite(t, onRedis)
+    const onRedisSuite = onRedis(t)
+    sessionSuite(t, onRedisSuite)
+    sharedRefreshSuite(t, onRedisSuite)
 
     t.test('a logout on B ends the session on A: its refresh token and its refreshed access tokens are refused', async (t) => {
-      const open = onRedis(t)
+      const open = onRedisSuite(t)
       const [a, b] = [await open(REFRESH_ON), await open(REFRESH_ON)]
       const first = await login(a)
       const second: Tokens = (await refresh(a, first.refresh_token)).json()

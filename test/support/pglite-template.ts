@@ -1,0 +1,85 @@
+import { constants, cpSync, existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs'
+import { mkdir, mkdtemp, readdir, rename, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { basename, join } from 'node:path'
+import { PGlite } from '@electric-sql/pglite'
+import type { Test } from 'tap'
+
+/**
+ * A PGlite database made from nothing runs initdb in WASM, seconds of CPU each
+ * time; opening a data directory that is already initialised takes about one.
+ * So an initialised, empty data directory is made once per machine and PGlite
+ * version (in node_modules/.cache), and tests that only need some empty PGlite
+ * get a private copy of it. A few tests still create databases from nothing
+ * the product's own way (pglite://memory, a new empty directory), so that path
+ * stays tested.
+ */
+
+const root = join(import.meta.dirname, '..', '..')
+const pgliteVersion: string = JSON.parse(readFileSync(join(root, 'node_modules', '@electric-sql', 'pglite', 'package.json'), 'utf8')).version
+const cacheDir = join(root, 'node_modules', '.cache', 'cats-auth-service-tests')
+const templateDir = join(cacheDir, `pglite-${pgliteVersion}`)
+
+let made: Promise<string> | undefined
+
+/** Builds left by processes killed while building (one takes seconds): older than ten minutes, nobody finishes them. */
+async function removeAbandonedBuilds (): Promise<void> {
+  const prefix = `${basename(templateDir)}.building-`
+  for (const entry of await readdir(cacheDir)) {
+    if (!entry.startsWith(prefix)) continue
+    const path = join(cacheDir, entry)
+    // Gone already when another process removed it meanwhile.
+    const modified = statSync(path, { throwIfNoEntry: false })?.mtimeMs ?? Date.now()
+    if (Date.now() - modified > 600_000) await rm(path, { recursive: true, force: true })
+  }
+}
+
+/**
+ * The template's path, made on first use. It is built beside its final place and
+ * renamed into it, so a test process never sees half of one; of processes that
+ * build it at once, the first rename wins and the others use the winner's.
+ */
+export function pgliteTemplate (): Promise<string> {
+  made ??= (async () => {
+    if (existsSync(templateDir)) return templateDir
+    await mkdir(cacheDir, { recursive: true })
+    await removeAbandonedBuilds()
+    const building = await mkdtemp(`${templateDir}.building-`)
+    try {
+      const db = new PGlite(building)
+      await db.waitReady
+      await db.close()
+      await rename(building, templateDir)
+    } catch (error) {
+      await rm(building, { recursive: true, force: true })
+      // ENOTEMPTY or EEXIST: another process renamed its template into place first.
+      if (!existsSync(templateDir)) throw error
+    }
+    return templateDir
+  })()
+  return made
+}
+
+/** Copies the template into `directory` (created if missing, expected empty). */
+export async function copyPgliteTemplate (directory: string): Promise<string> {
+  cpSync(await pgliteTemplate(), directory, { recursive: true, mode: constants.COPYFILE_FICLONE })
+  return directory
+}
+
+/**
+ * Where copies go: memory (tmpfs) where there is one. The service opens a
+ * directory with fsync on, and on a disk shared with other test processes the
+ * fsync of every commit would take longer than the statements themselves.
+ */
+const copiesDir = existsSync('/dev/shm') ? '/dev/shm' : tmpdir()
+
+/**
+ * A private copy of the template in a new temporary directory, removed on `t`'s
+ * teardown. The removal is registered before this returns: teardowns run last
+ * first, so whatever is opened on the copy afterwards is closed before it goes.
+ */
+export function pgliteCopy (t: Test): Promise<string> {
+  const directory = mkdtempSync(join(copiesDir, 'cats-pglite-'))
+  t.teardown(() => rm(directory, { recursive: true, force: true }))
+  return copyPgliteTemplate(directory)
+}
