@@ -16,7 +16,7 @@ const LOCK = 'cats-api.lock'
 
 /** A PID that no process has: a child that has exited (`node -e ''`, without tap's loader, which would take longer than the rest). */
 async function deadPid (): Promise<number> {
-  const child = spawn(...plainNode('', ['-e']))
+  const child = spawn(...plainNode('-e', ''))
   await once(child, 'exit')
   return child.pid ?? 0
 }
