@@ -7,12 +7,13 @@ import { loadConfig, type ConfigInput } from '../../src/config.js'
 import { serverOptions } from '../../src/http/server-options.js'
 import { testConfig } from '../support/app.js'
 import { freshKeyPrefix } from '../support/redis.js'
+import { CHEAP_HASH } from '../support/cheap-users.js'
 
 // Which client a failed login counts against, as the standalone server sets it up: TRUST_PROXY decides
 // whose X-Forwarded-For is believed, and IPv6 clients count per /64.
 
 // A cheap hash keeps the many failed logins fast.
-const users: UserRecord[] = [{ id: 1, username: 'john', passwordHash: await hashPassword('right', { ln: 4, r: 8, p: 1 }) }]
+const users: UserRecord[] = [{ id: 1, username: 'john', passwordHash: await hashPassword('right', CHEAP_HASH) }]
 
 /** The standalone server's Fastify (proxy trust included), with the service registered. */
 async function standalone (t: Test, settings: Partial<ConfigInput> = {}): Promise<FastifyInstance> {

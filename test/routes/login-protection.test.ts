@@ -7,6 +7,7 @@ import type { UserRecord } from '../../src/auth/users-file.js'
 import type { ConfigInput } from '../../src/config.js'
 import { build } from '../support/app.js'
 import { freshKeyPrefix } from '../support/redis.js'
+import { CHEAP_HASH } from '../support/cheap-users.js'
 
 // The login's brute-force protection over HTTP: only failures count, per username
 // and client address and per address; the same rules in memory and in Redis.
@@ -23,9 +24,8 @@ async function statuses (app: FastifyInstance, times: number, username: string, 
 const repeat = (times: number, status: number): number[] => Array(times).fill(status)
 
 // Cheap hashes keep the many logins here fast; an unknown username still costs the full dummy hash.
-const CHEAP = { ln: 4, r: 8, p: 1 }
 const users: UserRecord[] = await Promise.all(['john', 'chris', 'maria', 'a', 'b', 'c', 'd', 'e', 'f'].map(async (username, index) => ({
-  id: index + 1, username, passwordHash: await hashPassword(`${username}-password`, CHEAP)
+  id: index + 1, username, passwordHash: await hashPassword(`${username}-password`, CHEAP_HASH)
 })))
 const password = (username: string): string => `${username}-password`
 

@@ -5,6 +5,7 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { hashPassword } from '../../src/auth/password.js'
 import { checkModel } from '../support/model-check.js'
 import { createApp } from '../support/app.js'
+import { CHEAP_HASH } from '../support/cheap-users.js'
 
 /*
  * Model-based test of the token lifecycle, with refresh tokens on and the
@@ -36,9 +37,8 @@ interface User {
 }
 
 // Cheap hashes keep the many logins fast; the cost of a login is not what this test is about.
-const CHEAP = { ln: 4, r: 8, p: 1 }
 const USERS: readonly User[] = [{ id: 1, username: 'john', password: 'changeme' }, { id: 2, username: 'chris', password: 'secret' }]
-const userRecords = await Promise.all(USERS.map(async ({ id, username, password }) => ({ id, username, passwordHash: await hashPassword(password, CHEAP) })))
+const userRecords = await Promise.all(USERS.map(async ({ id, username, password }) => ({ id, username, passwordHash: await hashPassword(password, CHEAP_HASH) })))
 
 // ---------------------------------------------------------------------------
 // The reference model.

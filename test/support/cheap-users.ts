@@ -1,6 +1,9 @@
 import { hashPassword } from '../../src/auth/password.js'
 import type { UserRecord } from '../../src/auth/users-file.js'
 
+/** scrypt parameters that make a hash cost microseconds: for tests where a login's cost is not the subject. */
+export const CHEAP_HASH = { ln: 4, r: 8, p: 1 }
+
 /**
  * The demo accounts (john/changeme, chris/secret, maria/guess: the same ids, names and passwords as
  * src/auth/demo-users.ts) with cheap scrypt parameters, for tests about what a login leads to rather than
@@ -9,5 +12,5 @@ import type { UserRecord } from '../../src/auth/users-file.js'
  */
 export async function cheapDemoUsers (): Promise<UserRecord[]> {
   const accounts = [{ id: 1, username: 'john', password: 'changeme' }, { id: 2, username: 'chris', password: 'secret' }, { id: 3, username: 'maria', password: 'guess' }]
-  return Promise.all(accounts.map(async ({ id, username, password }) => ({ id, username, passwordHash: await hashPassword(password, { ln: 4, r: 8, p: 1 }) })))
+  return Promise.all(accounts.map(async ({ id, username, password }) => ({ id, username, passwordHash: await hashPassword(password, CHEAP_HASH) })))
 }

@@ -9,6 +9,7 @@ import { hashPassword } from '../../src/auth/password.js'
 import { TEST_SECRET } from './app.js'
 import { startServer, type RunningServer } from './server.js'
 import { exchange, head, jsonHead, parseJson, type HttpResponse } from './raw-http.js'
+import { CHEAP_HASH } from './cheap-users.js'
 
 // The fault tests (test/http/faults/) run over real sockets against one spawned compiled server per file:
 // clients that vanish, lie about Content-Length, drip headers, send huge headers or bodies. The tests of
@@ -34,7 +35,7 @@ export const TOM = '{"name":"Tom","age":3,"breed":"Siamese"}'
  */
 async function cheapUsersFile (): Promise<string> {
   const file = join(await mkdtemp(join(tmpdir(), 'faults-users-')), 'users.json')
-  await writeFile(file, JSON.stringify([{ id: 1, username: 'john', passwordHash: await hashPassword('changeme', { ln: 4, r: 8, p: 1 }) }]))
+  await writeFile(file, JSON.stringify([{ id: 1, username: 'john', passwordHash: await hashPassword('changeme', CHEAP_HASH) }]))
   return file
 }
 

@@ -10,6 +10,7 @@ import type { Test } from 'tap'
 import { hashPassword } from '../../src/auth/password.js'
 import { baseEnv, plainNode, serverFile } from './server.js'
 import { freshSchemaName } from './sql-schemas.js'
+import { CHEAP_HASH } from './cheap-users.js'
 
 // Compiled servers as separate instances of one service (test/multi-instance.test.ts and
 // test/stress/multi-instance.stress.ts): start, stop, call, and the durability check.
@@ -150,7 +151,7 @@ export async function usersFile (t: Test): Promise<{ file: string, username: str
   const password = randomBytes(12).toString('hex')
   const id = 4242
   const file = join(dir, 'users.json')
-  writeFileSync(file, JSON.stringify([{ id, username, passwordHash: await hashPassword(password, { ln: 4, r: 8, p: 1 }) }]))
+  writeFileSync(file, JSON.stringify([{ id, username, passwordHash: await hashPassword(password, CHEAP_HASH) }]))
   return { file, username, password, id }
 }
 
