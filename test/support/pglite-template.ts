@@ -1,4 +1,4 @@
-import { constants, cpSync, existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs'
+import { constants, cpSync, existsSync, mkdtempSync, readFileSync, statSync, statfsSync } from 'node:fs'
 import { mkdir, mkdtemp, readdir, rename, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
@@ -67,11 +67,18 @@ export async function copyPgliteTemplate (directory: string): Promise<string> {
 }
 
 /**
- * Where copies go: memory (tmpfs) where there is one. The service opens a
+ * Where copies go: memory (tmpfs) where there is one with a GiB free (a copy is about 40 MB). The service opens a
  * directory with fsync on, and on a disk shared with other test processes the
  * fsync of every commit would take longer than the statements themselves.
  */
-const copiesDir = existsSync('/dev/shm') ? '/dev/shm' : tmpdir()
+const copiesDir = roomFor('/dev/shm', 1024 ** 3) ? '/dev/shm' : tmpdir()
+
+/** Whether `directory` exists with `bytes` free: a container's /dev/shm is often 64 MB, less than a few copies. */
+function roomFor (directory: string, bytes: number): boolean {
+  if (!existsSync(directory)) return false
+  const { bavail, bsize } = statfsSync(directory)
+  return bavail * bsize >= bytes
+}
 
 /**
  * A private copy of the template in a new temporary directory, removed on `t`'s
