@@ -5,6 +5,7 @@ import { performance } from 'node:perf_hooks'
 import { promisify } from 'node:util'
 import type { FastifyInstance } from 'fastify'
 import { Redis } from 'ioredis'
+import { plainNode } from './server.js'
 
 /** One login's answer as the flooding client saw it: status, time since it was sent, the error's code and Retry-After. */
 export interface FloodAnswer { status: number, ms: number, code?: string, retryAfter?: string }
@@ -48,7 +49,7 @@ export async function floodLogins (app: FastifyInstance, count: number, body: st
   })
   await app.listen({ host: '127.0.0.1', port: 0 })
   const { port } = app.server.address() as AddressInfo
-  const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', FLOOD_SCRIPT, String(port), String(count), body], { maxBuffer: 10 * 1024 * 1024 })
+  const { stdout } = await promisify(execFile)(...plainNode('--input-type=module', '-e', FLOOD_SCRIPT, String(port), String(count), body), { maxBuffer: 10 * 1024 * 1024 })
   return { answers: JSON.parse(stdout) as FloodAnswer[], refusedServerMs }
 }
 
