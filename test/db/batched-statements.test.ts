@@ -1,6 +1,9 @@
-import { setTimeout as sleep } from 'node:timers/promises'
+import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import { batchedStatements } from '../../src/db/batched-statements.js'
+
+// A batch goes out on setImmediate: waiting one turn of the event loop sees it sent, where a short timer
+// could fire first on a busy machine.
 
 /** A `run` that records each batch it is given and answers when told to. */
 function recorder () {
@@ -30,16 +33,16 @@ t.test('with maxInFlight, what arrives while the statements run waits and goes a
   const { batches, pending, run } = recorder()
   const loader = batchedStatements(run, { maxBatchSize: 100, maxInFlight: 1, maxWaitMs: 10_000 })
   const first = loader.load(1)
-  await sleep(5)
+  await nextTurn()
   t.strictSame(batches, [[1]], 'the first goes at once')
   const waiting = [loader.load(2), loader.load(3)]
-  await sleep(5)
+  await nextTurn()
   const later = loader.load(4)
-  await sleep(5)
+  await nextTurn()
   t.strictSame(batches, [[1]], 'nothing else runs meanwhile')
   pending[0].resolve()
   t.equal(await first, 10)
-  await sleep(5)
+  await nextTurn()
   t.strictSame(batches, [[1], [2, 3, 4]], 'the waiting items of several turns go together')
   pending[1].resolve()
   t.strictSame(await Promise.all([...waiting, later]), [20, 30, 40])
@@ -49,13 +52,13 @@ t.test('with maxInFlight, the batches formed in one turn (more items than maxBat
   const { batches, pending, run } = recorder()
   const loader = batchedStatements(run, { maxBatchSize: 2, maxInFlight: 1, maxWaitMs: 10_000 })
   const answers = Promise.all([1, 2, 3, 4, 5].map((item) => loader.load(item)))
-  await sleep(5)
+  await nextTurn()
   t.strictSame(batches, [[1, 2]], 'one statement at a time')
   pending[0].resolve()
-  await sleep(5)
+  await nextTurn()
   t.strictSame(batches, [[1, 2], [3, 4]])
   pending[1].resolve()
-  await sleep(5)
+  await nextTurn()
   t.strictSame(batches, [[1, 2], [3, 4], [5]])
   pending[2].resolve()
   t.strictSame(await answers, [10, 20, 30, 40, 50])
@@ -65,7 +68,7 @@ t.test('a batch waits at most maxWaitMs for a statement that does not end', asyn
   const { batches, pending, run } = recorder()
   const loader = batchedStatements(run, { maxBatchSize: 100, maxInFlight: 1, maxWaitMs: 50 })
   const stalled = loader.load(1)
-  await sleep(5)
+  await nextTurn()
   const started = Date.now()
   const next = loader.load(2)
   await sleep(20)
@@ -83,12 +86,12 @@ t.test('a failed statement fails each of its items, and the batch waiting behind
   const { batches, pending, run } = recorder()
   const loader = batchedStatements(run, { maxBatchSize: 100, maxInFlight: 1, maxWaitMs: 10_000 })
   const failing = [loader.load(1), loader.load(2)]
-  await sleep(5)
+  await nextTurn()
   const next = loader.load(3)
-  await sleep(5)
+  await nextTurn()
   pending[0].reject(new Error('connection lost'))
   for (const item of failing) await t.rejects(item, { message: 'connection lost' })
-  await sleep(5)
+  await nextTurn()
   t.strictSame(batches, [[1, 2], [3]])
   pending[1].resolve()
   t.equal(await next, 30)
