@@ -1,6 +1,7 @@
 import { keepNextTickShapes } from '../src/next-tick-shapes.js'
 import { createBaselineServer } from './baseline-server.js'
 import { loadConfig } from '../src/config.js'
+import { tokenKeys } from '../src/auth/token-keys.js'
 import { connectionSettings } from '../src/http/server-options.js'
 import { collectDefaultMetrics, Registry } from 'prom-client'
 
@@ -10,12 +11,14 @@ keepNextTickShapes()
 // The bench runs this transpiled to dist/bench/ (see compileBaseline in servers.ts), without a loader. It reads the
 // service's settings from the same environment: JWT_SECRET, the limits and the timeouts.
 const config = loadConfig(process.env)
+const keys = tokenKeys(config)
+if (keys.algorithm !== 'HS256') throw new Error('The baseline signs with HS256 only: unset JWT_ALGORITHM')
 // BASELINE_METRICS=1: what the service does with metrics on, its request histogram and the default metrics.
 const metrics = process.env.BASELINE_METRICS === '1' ? new Registry() : undefined
 if (metrics !== undefined) collectDefaultMetrics({ register: metrics })
 
 const server = createBaselineServer({
-  jwtSecret: config.JWT_SECRET,
+  jwtSecret: keys.signingKey,
   catsMax: config.CATS_MAX,
   bodyLimit: config.BODY_LIMIT,
   hashConcurrency: config.HASH_CONCURRENCY,

@@ -10,6 +10,7 @@ import { ErrorReply, ValidationIssue } from './http/schemas.js'
 import { CatReply, CreateCatBody, DeleteReply, StoredCat } from './cats/schemas.js'
 import { Identity, LoginBody, LoginReply } from './auth/schemas.js'
 import { loadConfig } from './config.js'
+import { tokenKeys } from './auth/token-keys.js'
 
 export type { AppOptions }
 
@@ -35,6 +36,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, opts) => {
   fastify.removeContentTypeParser('text/plain')
 
   fastify.decorate('config', loadConfig(opts.config))
+  fastify.decorate('tokenKeys', tokenKeys(fastify.config))
   // Not `opts` itself: it carries the host's `prefix`, which autoload would apply twice.
   const options: AppOptions = { config: opts.config, users: opts.users, validateToken: opts.validateToken, isRevoked: opts.isRevoked, metrics: opts.metrics }
   // Third-party plugins first (the service's own depend on them), as fastify/demo lays them out.

@@ -29,8 +29,13 @@ export const TRUST_PROXY_RULE = 'env/TRUST_PROXY must be false, a hop count (the
  * Every setting of the service. The server reads them from the environment;
  * a host app passes the same keys as plugin options. Both go through this schema.
  */
-export const ConfigSchema = Type.Object({
-  JWT_SECRET: Type.String({ minLength: 32, description: 'HS256 signing secret, at least 32 characters' }),
+const ConfigProperties = {
+  JWT_ALGORITHM: OneOf(['HS256', 'EdDSA', 'ES256', 'RS256'], 'HS256', '`HS256` signs with `JWT_SECRET`; `EdDSA`, `ES256` or `RS256` with `JWT_PRIVATE_KEY` and publishes the public key at `/.well-known/jwks.json`'),
+  JWT_SECRET: Type.Optional(Type.String({ minLength: 32, description: 'HS256 secret, at least 32 characters: signs with `HS256`; with another algorithm it only verifies the HS256 tokens still live' })),
+  JWT_PRIVATE_KEY: Type.Optional(Type.String({ minLength: 1, description: 'PEM private key that signs with `EdDSA` (Ed25519), `ES256` (P-256) or `RS256` (RSA, 2048 bits or more)' })),
+  JWT_PRIVATE_KEY_FILE: Type.Optional(Type.String({ minLength: 1, description: 'File holding `JWT_PRIVATE_KEY`, read at start' })),
+  JWT_VERIFY_KEYS: Type.Optional(Type.String({ minLength: 1, description: 'PEM public keys, concatenated, that verify tokens but never sign: the previous key until its tokens expire, the next one before it signs' })),
+  JWT_VERIFY_KEYS_FILE: Type.Optional(Type.String({ minLength: 1, description: 'File holding `JWT_VERIFY_KEYS`, read at start' })),
   JWT_EXPIRES_IN: Type.String({ ...Duration, default: '60m', description: 'Token lifetime: a whole number and `s`, `m`, `h` or `d`' }),
   JWT_ISSUER: Type.Optional(Type.String({ minLength: 1, description: 'When set, signed into tokens (`iss`) and required on verification' })),
   JWT_AUDIENCE: Type.Optional(Type.String({ minLength: 1, description: 'When set, signed into tokens (`aud`) and required on verification' })),
@@ -148,12 +153,17 @@ export const ConfigSchema = Type.Object({
   MAX_HEADER_BYTES: Type.Integer({ minimum: 1024, default: 16_384, description: 'Larger request headers get 431' }),
   MAX_EVENT_LOOP_DELAY_MS: Type.Integer({ minimum: 0, default: 1000, description: 'Load shedding (503) past this event-loop delay; `0` turns the check off' }),
   MAX_HEAP_USED_BYTES: Type.Integer({ minimum: 0, default: 0, description: 'Load shedding (503) past this heap use; `0` turns the check off' })
-})
+}
+
+/** HS256, the default algorithm, needs its secret; the other algorithms' keys are read and checked at start (src/auth/token-keys.ts). */
+export const HS256_NEEDS_SECRET = { if: { properties: { JWT_ALGORITHM: { const: 'HS256' } } }, then: { required: ['JWT_SECRET'] } }
+
+export const ConfigSchema = Type.Object(ConfigProperties, HS256_NEEDS_SECRET)
 
 export type Config = Static<typeof ConfigSchema>
 
-/** Settings as a caller may give them: JWT_SECRET is required, the rest have defaults. */
-export type ConfigInput = Partial<Record<keyof Config, string | number | boolean | undefined>> & { JWT_SECRET: string }
+/** Settings as a caller may give them: JWT_SECRET (or, with another algorithm, a private key) is required, the rest have defaults. */
+export type ConfigInput = Partial<Record<keyof Config, string | number | boolean | undefined>>
 
 /** Where settings come from besides the given source. */
 export interface ConfigSources {
@@ -175,22 +185,24 @@ export function loadConfig (source: Record<string, unknown>, { envFile }: Config
   try {
     return envSchema<Config>({ schema: ConfigSchema, data: { ...source }, env: false, dotenv: dotenvOption(envFile) })
   } catch (error) {
-    throw withTrustProxyRule(error)
+    throw inWords(error)
   }
 }
 
 /**
- * env-schema's error with a refused TRUST_PROXY told in words (its pattern would tell nobody what to set),
- * every other failure as env-schema words it (`env/PORT must be integer`), all in one message.
+ * env-schema's error, every failure as env-schema words it (`env/PORT must be integer`) in one message, with a
+ * refused TRUST_PROXY told in words (its pattern would tell nobody what to set) and without Ajv's extra
+ * "must match \"then\" schema" beside a missing JWT_SECRET.
  */
-function withTrustProxyRule (error: unknown): unknown {
+function inWords (error: unknown): unknown {
   const issues: ErrorObject[] = error instanceof Error && 'errors' in error && Array.isArray(error.errors) ? error.errors : []
-  if (!issues.some((issue) => issue.instancePath === '/TRUST_PROXY')) return error
-  const words = issues.map((issue) => issue.instancePath === '/TRUST_PROXY' ? TRUST_PROXY_RULE : `env${issue.instancePath} ${String(issue.message)}`)
-  return Object.assign(new Error(words.join(', ')), { errors: issues })
+  const kept = issues.filter((issue) => issue.keyword !== 'if')
+  if (kept.length === issues.length && !kept.some((issue) => issue.instancePath === '/TRUST_PROXY')) return error
+  const words = kept.map((issue) => issue.instancePath === '/TRUST_PROXY' ? TRUST_PROXY_RULE : `env${issue.instancePath} ${String(issue.message)}`)
+  return Object.assign(new Error(words.join(', ')), { errors: kept })
 }
 
-const DatabaseSchema = Type.Pick(ConfigSchema, ['DATABASE_URL'])
+const DatabaseSchema = Type.Object({ DATABASE_URL: ConfigProperties.DATABASE_URL })
 
 /** Only the database setting, for tools that need nothing else (npm run migrate). */
 export function loadDatabaseConfig (source: Record<string, unknown>, { envFile }: ConfigSources = {}): Static<typeof DatabaseSchema> {

@@ -2,7 +2,8 @@ import fp from 'fastify-plugin'
 import fastifyJwt from '@fastify/jwt'
 import type { FastifyPluginAsync } from 'fastify'
 import { loadConfig, durationToSeconds } from './config.js'
-import { jwtOptions } from './auth/jwt-options.js'
+import { jwtOptions, verifyOptions } from './auth/jwt-options.js'
+import { keyedVerify, tokenKeys } from './auth/token-keys.js'
 import { openUsers } from './auth/open-users.js'
 import { userStillExists } from './auth/token-claims.js'
 import { tokenGuard } from './auth/token-guard.js'
@@ -16,19 +17,20 @@ export type { Identity } from './auth/schemas.js'
 
 /**
  * The service's token guard for a host's own routes (the package's `./token-guard` entry). Registered in a scope
- * of the host, with the same `config` (secret, issuer, audience, lifetime) and `users` as the service, it
+ * of the host, with the same `config` (keys, issuer, audience, lifetime) and `users` as the service, it
  * decorates that scope, and only it, with `authenticate`: an onRequest hook that accepts the service's tokens,
  * sets `request.user`, or answers 401. The verifier and user store it needs stay in a scope of their own.
  */
 const tokenGuardPlugin: FastifyPluginAsync<AppOptions> = async (fastify, opts) => {
   const config = loadConfig(opts.config)
+  const keys = tokenKeys(config)
   await fastify.register(async (guardScope) => {
     guardScope.decorateRequest('tokenClaims', null)
-    await guardScope.register(fastifyJwt, jwtOptions(config))
+    await guardScope.register(fastifyJwt, jwtOptions(config, keys))
     const { users, close } = openUsers(config, { users: opts.users, log: guardScope.log })
     guardScope.addHook('onClose', close)
     fastify.decorate('authenticate', tokenGuard({
-      verify: (token) => guardScope.jwt.verify(token),
+      verify: keyedVerify(keys, config.JWT_SECRET, verifyOptions(config)),
       lifetimeSeconds: durationToSeconds(config.JWT_EXPIRES_IN),
       validateToken: opts.validateToken ?? userStillExists(users),
       isRevoked: opts.isRevoked,

@@ -39,7 +39,8 @@ t.test('.env.example names every setting, and the defaults it shows are the real
 t.test('one row per setting, with its default, "unset", "empty" or "required"', async (t) => {
   const table = renderConfigTable()
   t.equal(table.split('\n').length, 2 + Object.keys(ConfigSchema.properties).length)
-  t.match(table, '| `JWT_SECRET` | — (required) | HS256 signing secret, at least 32 characters. |')
+  t.match(table, '| `JWT_SECRET` | — (required with `HS256`) | HS256 secret, at least 32 characters')
+  t.match(table, '| `JWT_ALGORITHM` | `HS256` | ')
   t.match(table, '| `PORT` | `3000` | ')
   t.match(table, '| `REDIS_URL` | unset | ')
   t.match(table, '| `CORS_ORIGINS` | empty | ')

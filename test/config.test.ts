@@ -109,6 +109,15 @@ t.test('a missing JWT_SECRET throws, naming it', async (t) => {
   t.match(configError({ PORT: '3000' }), /JWT_SECRET/)
 })
 
+t.test('JWT_ALGORITHM: HS256 by default and needs JWT_SECRET; the asymmetric ones do not; nothing else is taken', async (t) => {
+  t.equal(loadConfig({ JWT_SECRET: SECRET }).JWT_ALGORITHM, 'HS256')
+  t.match(configError({ JWT_ALGORITHM: 'HS256' }), /^env must have required property 'JWT_SECRET'$/)
+  for (const algorithm of ['EdDSA', 'ES256', 'RS256']) t.equal(loadConfig({ JWT_ALGORITHM: algorithm }).JWT_SECRET, undefined, algorithm)
+  for (const algorithm of ['none', 'HS512', 'eddsa']) {
+    t.equal(configError({ JWT_SECRET: SECRET, JWT_ALGORITHM: algorithm }), 'env/JWT_ALGORITHM must match pattern "^(HS256|EdDSA|ES256|RS256)$"', algorithm)
+  }
+})
+
 t.test('a JWT_SECRET shorter than 32 characters throws, naming it and the length', async (t) => {
   const message = configError({ JWT_SECRET: SECRET.slice(1) })
   t.match(message, /JWT_SECRET/)

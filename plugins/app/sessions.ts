@@ -14,7 +14,8 @@ export default fp(async (fastify) => {
     database: fastify.database,
     redis: fastify.redis,
     users: fastify.users,
-    sign: (claims) => fastify.jwt.sign(claims)
+    sign: (claims) => fastify.jwt.sign(claims),
+    refreshSecret: fastify.tokenKeys.refreshSecret
   })
   fastify.addHook('onClose', close)
   fastify.decorate('sessions', sessions)

@@ -15,13 +15,15 @@ import type { UserStore } from './users.js'
  * session records in the database when there is one, else in Redis, else in memory; the denylist in Redis when
  * there is one, else in the database, else in memory. `close` closes the stores.
  */
-export function openSessions (config: Config, { database, redis, users, sign }: {
+export function openSessions (config: Config, { database, redis, users, sign, refreshSecret }: {
   database: Database | undefined
   redis: RedisConnection | undefined
   users: UserStore
   sign: SessionsOptions['sign']
+  /** The secret refresh tokens are proven with (TokenKeys.refreshSecret). */
+  refreshSecret: string
 }): { sessions: Sessions, close: () => Promise<void> } {
-  const { REDIS_KEY_PREFIX, JWT_SECRET, JWT_EXPIRES_IN, REFRESH_TOKENS, REFRESH_TOKEN_TTL, REFRESH_RATE_LIMIT, SESSIONS_PER_USER_MAX } = config
+  const { REDIS_KEY_PREFIX, JWT_EXPIRES_IN, REFRESH_TOKENS, REFRESH_TOKEN_TTL, REFRESH_RATE_LIMIT, SESSIONS_PER_USER_MAX } = config
   const denylist: Denylist = redis !== undefined
     ? new RedisDenylist(redis.client, REDIS_KEY_PREFIX, redis.status)
     : database !== undefined ? new SqlDenylist(database.client, database.status) : new MemoryDenylist()
@@ -37,7 +39,7 @@ export function openSessions (config: Config, { database, redis, users, sign }: 
     accessLifetimeSeconds: durationToSeconds(JWT_EXPIRES_IN),
     refreshEnabled: REFRESH_TOKENS,
     refreshLifetimeSeconds: durationToSeconds(REFRESH_TOKEN_TTL),
-    refreshKey: refreshTokenKey(JWT_SECRET),
+    refreshKey: refreshTokenKey(refreshSecret),
     refreshLimit: { max: REFRESH_RATE_LIMIT, windowMs: 60_000 },
     maxPerUser: SESSIONS_PER_USER_MAX,
     store,

@@ -51,12 +51,10 @@ export interface RunningServer {
   output: () => string
 }
 
-/** Starts the compiled server on a free port (PORT=0) and waits for its listening line. */
-export async function startServer (env: Record<string, string> = {}, cwd?: string): Promise<RunningServer> {
-  const child = spawn(...plainNode(serverFile), {
-    env: { ...baseEnv, JWT_SECRET: TEST_SECRET, PORT: '0', HOST: '127.0.0.1', ...env },
-    cwd
-  })
+/** Starts the compiled server on a free port (PORT=0) and waits for its listening line; a variable given as undefined is unset. */
+export async function startServer (env: Record<string, string | undefined> = {}, cwd?: string): Promise<RunningServer> {
+  const variables = Object.entries({ ...baseEnv, JWT_SECRET: TEST_SECRET, PORT: '0', HOST: '127.0.0.1', ...env }).filter(([, value]) => value !== undefined)
+  const child = spawn(...plainNode(serverFile), { env: Object.fromEntries(variables), cwd })
   let output = ''
   child.stderr.on('data', (chunk) => { output += String(chunk) })
   const base = await new Promise<string>((resolve, reject) => {

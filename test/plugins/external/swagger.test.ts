@@ -22,7 +22,7 @@ t.test('OpenAPI 3.1 at /docs/json documents every route, status and the bearer s
   const doc = res.json()
   t.equal(doc.openapi, '3.1.0')
   t.strictSame(doc.components.securitySchemes.bearerAuth, { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' })
-  t.strictSame(Object.keys(doc.paths).sort(), ['/auth/login', '/auth/logout', '/cats', '/cats/{id}', '/health', '/health/ready', '/profile'])
+  t.strictSame(Object.keys(doc.paths).sort(), ['/.well-known/jwks.json', '/auth/login', '/auth/logout', '/cats', '/cats/{id}', '/health', '/health/ready', '/profile'])
   const op = (path: string, method: string): Operation => doc.paths[path][method]
   t.strictSame(Object.keys(op('/auth/login', 'post').responses).sort(), ['200', '400', '401', '413', '415', '429', '503'])
   t.strictSame(Object.keys(op('/cats', 'post').responses).sort(), ['201', '400', '409', '413', '415', '422', '503', '507'])
@@ -67,7 +67,7 @@ t.test('every operation has its stable operationId, and components are named fro
   const app = await build(t)
   const doc = (await app.inject('/docs/json')).json()
   const ids = Object.values<Record<string, { operationId: string }>>(doc.paths).flatMap((methods) => Object.values(methods).map((o) => o.operationId))
-  t.strictSame(ids.sort(), ['createCat', 'deleteCat', 'getCat', 'getHealth', 'getProfile', 'getReadiness', 'listCats', 'login', 'logout', 'updateCat'])
+  t.strictSame(ids.sort(), ['createCat', 'deleteCat', 'getCat', 'getHealth', 'getJwks', 'getProfile', 'getReadiness', 'listCats', 'login', 'logout', 'updateCat'])
   t.strictSame(Object.keys(doc.components.schemas).sort(),
     ['Cat', 'DeleteResult', 'Error', 'Identity', 'LoginRequest', 'LoginResponse', 'NewCat', 'StoredCat', 'ValidationIssue'])
   t.strictSame(doc.components.schemas.StoredCat.required, ['id', 'name', 'age', 'breed'])
