@@ -18,26 +18,23 @@ interface Setting {
   name: string
   description: string
   fallback: unknown
+  /** Required with the default algorithm, HS256 (JWT_SECRET); no setting is required whatever the algorithm. */
   required: boolean
-  /** Required only with the default algorithm, HS256 (JWT_SECRET). */
-  requiredWithHs256: boolean
 }
 
 function settings (): Setting[] {
-  const required = new Set<string>(ConfigSchema.required)
-  const withHs256 = new Set<string>(HS256_NEEDS_SECRET.then.required)
+  const required = new Set<string>(HS256_NEEDS_SECRET.then.required)
   return Object.entries(ConfigSchema.properties).map(([name, schema]) => ({
     name,
     description: String(schema.description),
     fallback: schema.default,
-    required: required.has(name) && schema.default === undefined,
-    requiredWithHs256: withHs256.has(name)
+    required: required.has(name)
   }))
 }
 
-function defaultCell ({ fallback, required, requiredWithHs256 }: Setting): string {
-  if (requiredWithHs256) return '— (required with `HS256`)'
-  if (fallback === undefined) return required ? '— (required)' : 'unset'
+function defaultCell ({ fallback, required }: Setting): string {
+  if (required) return '— (required with `HS256`)'
+  if (fallback === undefined) return 'unset'
   return fallback === '' ? 'empty' : `\`${String(fallback)}\``
 }
 
@@ -50,8 +47,8 @@ export function renderConfigTable (): string {
 
 /** `.env.example`: every setting with its meaning; each optional one commented out at its default. */
 export function renderEnvExample (): string {
-  const blocks = settings().map(({ name, description, fallback, required, requiredWithHs256 }) => required || requiredWithHs256
-    ? `# ${description}. Required${requiredWithHs256 ? ' with HS256, the default algorithm' : ''}.\n${name}=`
+  const blocks = settings().map(({ name, description, fallback, required }) => required
+    ? `# ${description}. Required with HS256, the default algorithm.\n${name}=`
     : `# ${description}.\n# ${name}=${fallback === undefined ? '' : String(fallback)}`)
   return [
     '# Every setting of the cats API, generated from src/config.ts by `npm run settings`: do not edit by hand.',

@@ -136,6 +136,11 @@ const ConfigProperties = {
   }),
   REFRESH_TOKENS: Type.Boolean({ default: false, description: '`true`: login also returns a `refresh_token`, exchanged at `POST /auth/refresh` (see Sessions)' }),
   REFRESH_TOKEN_TTL: Type.String({ ...Duration, default: '30d', description: 'Lifetime of a refresh token: a whole number and `s`, `m`, `h` or `d`' }),
+  REFRESH_REUSE_WINDOW: Type.String({
+    pattern: '^(0|[1-9]s|[1-5][0-9]s|60s|1m)$',
+    default: '10s',
+    description: 'How long the refresh token replaced by the latest refresh still gets the session\'s current tokens (for two tabs refreshing at once): `0` (off) up to `60s`'
+  }),
   REFRESH_RATE_LIMIT: Type.Integer({ minimum: 1, default: 30, description: 'Most refreshes one session may make per minute; past it `POST /auth/refresh` gets 429' }),
   SESSIONS_PER_USER_MAX: Type.Integer({ minimum: 1, default: 100, description: 'Most live sessions per user; a login beyond it ends that user\'s oldest session' }),
   HASH_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 2, description: 'Password hashes computed at once, each on its own worker thread (at below-normal CPU priority on Linux)' }),

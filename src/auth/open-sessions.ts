@@ -23,7 +23,7 @@ export function openSessions (config: Config, { database, redis, users, sign, re
   /** The secret refresh tokens are proven with (TokenKeys.refreshSecret). */
   refreshSecret: string
 }): { sessions: Sessions, close: () => Promise<void> } {
-  const { REDIS_KEY_PREFIX, JWT_EXPIRES_IN, REFRESH_TOKENS, REFRESH_TOKEN_TTL, REFRESH_RATE_LIMIT, SESSIONS_PER_USER_MAX } = config
+  const { REDIS_KEY_PREFIX, JWT_EXPIRES_IN, REFRESH_TOKENS, REFRESH_TOKEN_TTL, REFRESH_RATE_LIMIT, REFRESH_REUSE_WINDOW, SESSIONS_PER_USER_MAX } = config
   const denylist: Denylist = redis !== undefined
     ? new RedisDenylist(redis.client, REDIS_KEY_PREFIX, redis.status)
     : database !== undefined ? new SqlDenylist(database.client, database.status) : new MemoryDenylist()
@@ -40,7 +40,7 @@ export function openSessions (config: Config, { database, redis, users, sign, re
     refreshEnabled: REFRESH_TOKENS,
     refreshLifetimeSeconds: durationToSeconds(REFRESH_TOKEN_TTL),
     refreshKey: refreshTokenKey(refreshSecret),
-    refreshLimit: { max: REFRESH_RATE_LIMIT, windowMs: 60_000 },
+    refreshLimit: { max: REFRESH_RATE_LIMIT, windowMs: 60_000, reuseWindowMs: REFRESH_REUSE_WINDOW === '0' ? 0 : durationToSeconds(REFRESH_REUSE_WINDOW) * 1000 },
     maxPerUser: SESSIONS_PER_USER_MAX,
     store,
     denylist,

@@ -31,7 +31,7 @@ end
  */
 const START = `${END_SESSION}
 local margin = tonumber(ARGV[11])
-redis.call('HSET', KEYS[1], 'user', ARGV[2], 'username', ARGV[3], 'gen', 0, 'created', ARGV[4], 'last', ARGV[4],
+redis.call('HSET', KEYS[1], 'user', ARGV[2], 'username', ARGV[3], 'gen', 0, 'rot', 0, 'created', ARGV[4], 'last', ARGV[4],
   'address', ARGV[5], 'ua', ARGV[6], 'exp', ARGV[7], 'ws', 0, 'wc', 0, 'ended', 0)
 redis.call('PEXPIREAT', KEYS[1], tonumber(ARGV[7]) + margin)
 local live = {}
@@ -57,18 +57,20 @@ return ended
 
 /**
  * KEYS: the session. ARGV: the generation presented, now, the next token's expiry, the limit's most refreshes and
- * window, how long an ended session is kept, the margin, the prefix of the users' sets. The same rule as
- * decideRotation in session-store.ts.
+ * window, how long an ended session is kept, the margin, the prefix of the users' sets, the reuse window. The same
+ * rule as decideRotation in session-store.ts.
  */
 const ROTATE = `${END_SESSION}
-local s = redis.call('HMGET', KEYS[1], 'gen', 'exp', 'ws', 'wc', 'ended', 'user')
+local s = redis.call('HMGET', KEYS[1], 'gen', 'exp', 'ws', 'wc', 'ended', 'user', 'rot')
 local presented, now, margin = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[7])
 if not s[1] then return {'refused'} end
 local gen, exp, ws, wc = tonumber(s[1]), tonumber(s[2]), tonumber(s[3]), tonumber(s[4])
 if exp <= now then return {'refused'} end
 if s[5] == '1' then return {'ended'} end
 if presented > gen then return {'refused'} end
-if presented < gen then
+local rot = tonumber(s[7]) or 0
+local repeated = presented == gen - 1 and now - rot < tonumber(ARGV[9])
+if presented < gen and not repeated then
   endSession(KEYS[1], now + tonumber(ARGV[6]), margin)
   return {'reused'}
 end
@@ -81,10 +83,15 @@ elseif wc >= max then
 else
   wc = wc + 1
 end
-redis.call('HSET', KEYS[1], 'gen', gen + 1, 'last', now, 'exp', ARGV[3], 'ws', ws, 'wc', wc)
+local fields = {'user', 'username', 'gen', 'created', 'last', 'address', 'ua', 'exp', 'ws', 'wc', 'rot'}
+if repeated then
+  redis.call('HSET', KEYS[1], 'last', now, 'ws', ws, 'wc', wc)
+  return {'repeated', unpack(redis.call('HMGET', KEYS[1], unpack(fields)))}
+end
+redis.call('HSET', KEYS[1], 'gen', gen + 1, 'rot', now, 'last', now, 'exp', ARGV[3], 'ws', ws, 'wc', wc)
 redis.call('PEXPIREAT', KEYS[1], tonumber(ARGV[3]) + margin)
 keepSet(ARGV[8] .. s[6], tonumber(ARGV[3]) + margin)
-return {'rotated', unpack(redis.call('HMGET', KEYS[1], 'user', 'username', 'gen', 'created', 'last', 'address', 'ua', 'exp', 'ws', 'wc'))}
+return {'rotated', unpack(redis.call('HMGET', KEYS[1], unpack(fields)))}
 `
 
 /** KEYS: the session. ARGV: how long an ended session is kept from now, the margin. */
@@ -129,12 +136,13 @@ export class RedisSessionStore implements SessionStore {
 
   async rotate (id: string, presented: number, nowMs: number, nextExpiresMs: number, limit: RefreshLimit): Promise<Rotation> {
     const [outcome, ...fields] = await sessionStoreCall(this.#status, () => this.#redis.sessionRotate(
-      this.#sessionKey(id), presented, nowMs, nextExpiresMs, limit.max, limit.windowMs, this.#endedKeepMs, SKEW_MARGIN_MS, this.#userSetKey('')
+      this.#sessionKey(id), presented, nowMs, nextExpiresMs, limit.max, limit.windowMs, this.#endedKeepMs, SKEW_MARGIN_MS, this.#userSetKey(''),
+      limit.reuseWindowMs
     ))
     if (outcome === 'reused' || outcome === 'ended') return { outcome }
     if (outcome === 'limited') return { outcome, retryAfterMs: Number(fields[0]) }
-    if (outcome !== 'rotated') return { outcome: 'refused' }
-    const [user, username, generation, created, lastUsed, address, userAgent, expires, windowStart, windowCount] = fields
+    if (outcome !== 'rotated' && outcome !== 'repeated') return { outcome: 'refused' }
+    const [user, username, generation, created, lastUsed, address, userAgent, expires, windowStart, windowCount, rotated] = fields
     const userId: UserId = JSON.parse(user)
     return {
       outcome,
@@ -143,6 +151,7 @@ export class RedisSessionStore implements SessionStore {
         userId,
         username,
         generation: Number(generation),
+        rotatedMs: Number(rotated),
         createdMs: Number(created),
         lastUsedMs: Number(lastUsed),
         address,

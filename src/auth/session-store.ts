@@ -17,6 +17,8 @@ export interface SessionRecord {
   username: string
   /** The generation of the current refresh token; each rotation adds one. */
   generation: number
+  /** When the latest rotation happened (0 before the first): the previous generation is a repeat until the reuse window has passed. */
+  rotatedMs: number
   createdMs: number
   /** The login or the latest refresh. */
   lastUsedMs: number
@@ -32,15 +34,19 @@ export interface SessionRecord {
   ended: boolean
 }
 
-/** How many refreshes one session may make per window. */
+/** How many refreshes one session may make per window, and how long the previous generation is a repeat after a rotation. */
 export interface RefreshLimit {
   max: number
   windowMs: number
+  /** REFRESH_REUSE_WINDOW in milliseconds; 0 makes every older generation a reuse. */
+  reuseWindowMs: number
 }
 
 /** The outcome of presenting generation `presented` of a session's refresh token. */
 export type Rotation =
   | { outcome: 'rotated', session: SessionRecord }
+  /** The generation just replaced, within the reuse window: the session's current tokens again, no new generation. */
+  | { outcome: 'repeated', session: SessionRecord }
   /** An older generation: someone holds a copy of a rotated token, and the session has now ended. */
   | { outcome: 'reused' }
   /** The session had ended already: its access tokens must stay denied. */
@@ -75,6 +81,7 @@ export const DEFAULT_ENDED_KEEP_MS = 60 * 60_000 + SKEW_MARGIN_MS
 /** What presenting a generation does to a session, whatever the store: the one rule the SQL and memory stores apply (Redis's script mirrors it). */
 export type Decision =
   | { action: 'rotate', next: SessionRecord }
+  | { action: 'repeat', next: SessionRecord }
   | { action: 'end' }
   | { action: 'ended' }
   | { action: 'limited', retryAfterMs: number }
@@ -86,20 +93,21 @@ export function decideRotation (
   if (session === undefined || session.expiresMs <= nowMs) return { action: 'refuse' }
   if (session.ended) return { action: 'ended' }
   if (presented > session.generation) return { action: 'refuse' }
-  if (presented < session.generation) return { action: 'end' }
+  // Two tabs refreshing at once: the later one gets what the first got. Anything older, or later, is reuse.
+  const repeat = presented === session.generation - 1 && nowMs - session.rotatedMs < limit.reuseWindowMs
+  if (presented < session.generation && !repeat) return { action: 'end' }
   const windowOver = nowMs - session.windowStartMs >= limit.windowMs
   if (!windowOver && session.windowCount >= limit.max) {
     return { action: 'limited', retryAfterMs: session.windowStartMs + limit.windowMs - nowMs }
   }
-  const next: SessionRecord = {
+  const counted = {
     ...session,
-    generation: session.generation + 1,
     lastUsedMs: nowMs,
-    expiresMs: nextExpiresMs,
     windowStartMs: windowOver ? nowMs : session.windowStartMs,
     windowCount: windowOver ? 1 : session.windowCount + 1
   }
-  return { action: 'rotate', next }
+  if (repeat) return { action: 'repeat', next: counted }
+  return { action: 'rotate', next: { ...counted, generation: session.generation + 1, rotatedMs: nowMs, expiresMs: nextExpiresMs } }
 }
 
 /** An ended session's record: kept no longer than `endedKeepMs` from now. */
@@ -111,6 +119,7 @@ export function endedRecord (session: SessionRecord, nowMs: number, endedKeepMs:
 export function outcomeOf (decision: Decision): Rotation {
   switch (decision.action) {
     case 'rotate': return { outcome: 'rotated', session: decision.next }
+    case 'repeat': return { outcome: 'repeated', session: decision.next }
     case 'end': return { outcome: 'reused' }
     case 'ended': return { outcome: 'ended' }
     case 'limited': return { outcome: 'limited', retryAfterMs: decision.retryAfterMs }
@@ -161,7 +170,7 @@ export class MemorySessionStore implements SessionStore {
 
   async rotate (id: string, presented: number, nowMs: number, nextExpiresMs: number, limit: RefreshLimit): Promise<Rotation> {
     const decision = decideRotation(this.#sessions.get(id), presented, nowMs, nextExpiresMs, limit)
-    if (decision.action === 'rotate') this.#sessions.set(id, decision.next)
+    if (decision.action === 'rotate' || decision.action === 'repeat') this.#sessions.set(id, decision.next)
     if (decision.action === 'end') this.#end(id, nowMs)
     return outcomeOf(decision)
   }

@@ -72,6 +72,7 @@ export class Sessions {
       userId: user.id,
       username: user.username,
       generation: 0,
+      rotatedMs: 0,
       createdMs: nowMs,
       lastUsedMs: nowMs,
       address: client.address,
@@ -92,8 +93,10 @@ export class Sessions {
   /**
    * Exchanges a refresh token for a new access token and a new refresh token, or
    * answers undefined: malformed, forged, expired, of an ended session, already
-   * used (which also ends its session), or its user is gone or renamed. Throws
-   * TooManyRefreshes when the session refreshes faster than its limit.
+   * used (which also ends its session), or its user is gone or renamed. The token
+   * replaced by the latest refresh, within the reuse window, gets the session's
+   * current refresh token again. Throws TooManyRefreshes when the session
+   * refreshes faster than its limit.
    */
   async refresh (refreshToken: string): Promise<Required<IssuedTokens> | undefined> {
     const { refreshLifetimeSeconds, refreshLimit, store, users } = this.#options
@@ -107,7 +110,7 @@ export class Sessions {
       const seconds = Math.max(1, Math.ceil(rotation.retryAfterMs / 1000))
       throw Object.assign(new TooManyRefreshes(seconds), { retryAfter: seconds })
     }
-    if (rotation.outcome !== 'rotated') return undefined
+    if (rotation.outcome !== 'rotated' && rotation.outcome !== 'repeated') return undefined
     const { session } = rotation
     const user = users.findById(session.userId)
     if (user === undefined || user.username !== session.username) {

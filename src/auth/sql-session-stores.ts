@@ -36,6 +36,7 @@ interface SessionRow extends Record<string, unknown> {
   user_id: string
   username: string
   generation: number
+  rotated_at_ms: string
   created_at_ms: string
   last_used_at_ms: string
   address: string
@@ -46,7 +47,7 @@ interface SessionRow extends Record<string, unknown> {
   ended: boolean
 }
 
-const COLUMNS = 'id, user_id, username, generation, created_at_ms, last_used_at_ms, address, user_agent, expires_at_ms, window_start_ms, window_count, ended'
+const COLUMNS = 'id, user_id, username, generation, rotated_at_ms, created_at_ms, last_used_at_ms, address, user_agent, expires_at_ms, window_start_ms, window_count, ended'
 
 function recordOf (row: SessionRow): SessionRecord {
   const userId: UserId = JSON.parse(row.user_id)
@@ -55,6 +56,7 @@ function recordOf (row: SessionRow): SessionRecord {
     userId,
     username: row.username,
     generation: row.generation,
+    rotatedMs: Number(row.rotated_at_ms),
     createdMs: Number(row.created_at_ms),
     lastUsedMs: Number(row.last_used_at_ms),
     address: row.address,
@@ -78,8 +80,8 @@ export class SqlSessionStore implements SessionStore {
       // One user's logins take turns, so two at once cannot both stay under the cap.
       await tx.query("SELECT pg_advisory_xact_lock(hashtext('sessions:' || $1))", [userKey(session.userId)])
       await tx.query(
-        `INSERT INTO sessions (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-        [session.id, userKey(session.userId), session.username, session.generation, session.createdMs, session.lastUsedMs,
+        `INSERT INTO sessions (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+        [session.id, userKey(session.userId), session.username, session.generation, session.rotatedMs, session.createdMs, session.lastUsedMs,
           session.address, session.userAgent, session.expiresMs, session.windowStartMs, session.windowCount, session.ended]
       )
       // The user's other live sessions beyond the newest maxPerUser - 1 end (the new one never does).
@@ -100,12 +102,12 @@ export class SqlSessionStore implements SessionStore {
       // The row lock makes every other rotation or end of this session wait, then see this one's outcome.
       const [row] = await tx.query<SessionRow>(`SELECT ${COLUMNS} FROM sessions WHERE id = $1 FOR UPDATE`, [id])
       const decision = decideRotation(row === undefined ? undefined : recordOf(row), presented, nowMs, nextExpiresMs, limit)
-      if (decision.action === 'rotate') {
+      if (decision.action === 'rotate' || decision.action === 'repeat') {
         const { next } = decision
         await tx.query(
-          `UPDATE sessions SET generation = $2, last_used_at_ms = $3, expires_at_ms = $4, window_start_ms = $5, window_count = $6
+          `UPDATE sessions SET generation = $2, rotated_at_ms = $3, last_used_at_ms = $4, expires_at_ms = $5, window_start_ms = $6, window_count = $7
            WHERE id = $1`,
-          [id, next.generation, next.lastUsedMs, next.expiresMs, next.windowStartMs, next.windowCount]
+          [id, next.generation, next.rotatedMs, next.lastUsedMs, next.expiresMs, next.windowStartMs, next.windowCount]
         )
       }
       if (decision.action === 'end') await this.#markEnded(tx, id, nowMs)

@@ -37,6 +37,7 @@ const session = (overrides: Partial<SessionRecord> = {}): SessionRecord => {
     userId: 1,
     username: 'john',
     generation: 0,
+    rotatedMs: 0,
     createdMs: now,
     lastUsedMs: now,
     address: '127.0.0.1',
@@ -48,7 +49,9 @@ const session = (overrides: Partial<SessionRecord> = {}): SessionRecord => {
     ...overrides
   }
 }
-const NO_LIMIT = { max: 1_000_000, windowMs: 60_000 }
+const NO_LIMIT = { max: 1_000_000, windowMs: 60_000, reuseWindowMs: 0 }
+/** Ten seconds, REFRESH_REUSE_WINDOW's default. */
+const REUSE_WINDOW = { ...NO_LIMIT, reuseWindowMs: 10_000 }
 const CAP = 100
 
 function revocationContract (t: Test, open: Open<Denylist>): void {
@@ -102,7 +105,7 @@ function sessionContract (t: Test, open: Open<SessionStore>, openCounted: OpenCo
     const first = await store.rotate(mine.id, 0, now, now + 120_000, NO_LIMIT)
     t.strictSame(first, {
       outcome: 'rotated',
-      session: { ...mine, generation: 1, lastUsedMs: now, expiresMs: now + 120_000, windowStartMs: now, windowCount: 1 }
+      session: { ...mine, generation: 1, rotatedMs: now, lastUsedMs: now, expiresMs: now + 120_000, windowStartMs: now, windowCount: 1 }
     }, 'the whole record comes back, a string user id kept a string')
     t.match(await rotate(store, mine.id, 1), { outcome: 'rotated', session: { generation: 2 } })
     t.strictSame(await rotate(store, mine.id, 1), { outcome: 'reused' }, 'generation 1 again')
@@ -168,7 +171,7 @@ function sessionContract (t: Test, open: Open<SessionStore>, openCounted: OpenCo
     const store = await open(t)
     const mine = session()
     await store.start(mine, CAP)
-    const limit = { max: 2, windowMs: 10_000 }
+    const limit = { max: 2, windowMs: 10_000, reuseWindowMs: 0 }
     const now = Date.now()
     t.match(await store.rotate(mine.id, 0, now, now + 60_000, limit), { outcome: 'rotated' })
     t.match(await store.rotate(mine.id, 1, now + 10, now + 60_000, limit), { outcome: 'rotated' })
@@ -191,6 +194,49 @@ function sessionContract (t: Test, open: Open<SessionStore>, openCounted: OpenCo
       if (result.outcome !== 'rotated') throw new Error(`refresh ${generation}: ${result.outcome}`)
     }
     t.equal(await count(), before, `${before} records before and after`)
+  })
+
+  t.test('within the reuse window the replaced generation gets the current one again; older ones, or later, are reuse', async (t) => {
+    const store = await open(t)
+    const mine = session()
+    await store.start(mine, CAP)
+    const now = Date.now()
+    const rotated = await store.rotate(mine.id, 0, now, now + 120_000, REUSE_WINDOW)
+    t.match(rotated, { outcome: 'rotated', session: { generation: 1, rotatedMs: now } })
+    const again = await store.rotate(mine.id, 0, now + 9_999, now + 130_000, REUSE_WINDOW)
+    t.strictSame(again, {
+      outcome: 'repeated',
+      session: { ...mine, generation: 1, rotatedMs: now, lastUsedMs: now + 9_999, expiresMs: now + 120_000, windowStartMs: now, windowCount: 2 }
+    }, 'the same generation and expiry, so the same refresh token; the refresh counts against the limit')
+    t.match(await store.rotate(mine.id, 1, now + 10_000, now + 140_000, REUSE_WINDOW), { outcome: 'rotated', session: { generation: 2 } },
+      'the current generation still rotates')
+    t.strictSame(await store.rotate(mine.id, 0, now + 10_001, now + 150_000, REUSE_WINDOW), { outcome: 'reused' }, 'two generations back is reuse')
+    t.strictSame(await store.rotate(mine.id, 1, now + 10_002, now + 150_000, REUSE_WINDOW), { outcome: 'ended' }, 'an ended session is never revived')
+
+    const late = session()
+    await store.start(late, CAP)
+    await store.rotate(late.id, 0, now, now + 120_000, REUSE_WINDOW)
+    t.strictSame(await store.rotate(late.id, 0, now + 10_000, now + 130_000, REUSE_WINDOW), { outcome: 'reused' }, 'at the end of the window')
+
+    const limited = session()
+    await store.start(limited, CAP)
+    await store.rotate(limited.id, 0, now, now + 120_000, { ...REUSE_WINDOW, max: 1 })
+    t.match(await store.rotate(limited.id, 0, now + 1, now + 120_000, { ...REUSE_WINDOW, max: 1 }), { outcome: 'limited' }, 'repeats are rate-limited')
+  })
+
+  t.test('of many presenters of one generation at once within the reuse window, one rotates and the rest repeat it', async (t) => {
+    const store = await open(t)
+    for (let trial = 0; trial < 20; trial++) {
+      const mine = session()
+      await store.start(mine, CAP)
+      const now = Date.now()
+      const outcomes = await Promise.all(Array.from({ length: 8 }, () => store.rotate(mine.id, 0, now, now + 120_000, REUSE_WINDOW)))
+      const kinds = outcomes.map((o) => o.outcome).sort()
+      if (kinds.join() !== 'repeated,repeated,repeated,repeated,repeated,repeated,repeated,rotated') t.fail(`trial ${trial}: ${kinds.join()}`)
+      const generations = new Set(outcomes.map((o) => 'session' in o ? o.session.generation : -1))
+      if (generations.size !== 1 || !generations.has(1)) t.fail(`trial ${trial}: generations ${[...generations].join()}`)
+      t.match(await store.rotate(mine.id, 1, now, now + 120_000, REUSE_WINDOW), { outcome: 'rotated' }, 'the session goes on')
+    }
   })
 
   t.test('of many presenters of one generation at once, exactly one rotates and the rest are reuses', async (t) => {

@@ -32,7 +32,7 @@ t.test('a reuse whose denial failed denies the session\'s access tokens when the
     refreshEnabled: true,
     refreshLifetimeSeconds: 86_400,
     refreshKey: refreshTokenKey('a-secret-that-is-at-least-32-characters-long'),
-    refreshLimit: { max: 100, windowMs: 60_000 },
+    refreshLimit: { max: 100, windowMs: 60_000, reuseWindowMs: 0 },
     maxPerUser: 10,
     store,
     denylist,

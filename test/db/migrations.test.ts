@@ -42,7 +42,8 @@ const catsMergeMany = { version: 5, name: 'cats-merge-many' }
 const catsCreateMany = { version: 6, name: 'cats-create-many' }
 const sessionRecords = { version: 7, name: 'session-records' }
 const idempotencyKeyLimits = { version: 8, name: 'idempotency-key-limits' }
-const all = [cats, idempotencyKeys, sessions, catsMerge, catsMergeMany, catsCreateMany, sessionRecords, idempotencyKeyLimits]
+const sessionRotations = { version: 9, name: 'session-rotations' }
+const all = [cats, idempotencyKeys, sessions, catsMerge, catsMergeMany, catsCreateMany, sessionRecords, idempotencyKeyLimits, sessionRotations]
 const pending = all.map((migration) => ({ ...migration, appliedAt: undefined, known: true }))
 
 async function tableExists (client: SqlClient, table: string): Promise<boolean> {

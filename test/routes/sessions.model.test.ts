@@ -406,7 +406,8 @@ const allCommands: Array<fc.Arbitrary<SessionCommand>> = [
 const startApp = (): Promise<FastifyInstance> =>
   // No refresh limit: a sequence may refresh one session more often than a client would, and the limit has tests of its own.
   createApp({
-    REFRESH_TOKENS: true, REFRESH_RATE_LIMIT: 1_000_000, CATS_AUTH: 'required', MAX_EVENT_LOOP_DELAY_MS: 0, IDEMPOTENCY_KEYS_MAX: 100
+    // The reference model has no reuse window: a replaced token presented again is a reuse.
+    REFRESH_TOKENS: true, REFRESH_REUSE_WINDOW: '0', REFRESH_RATE_LIMIT: 1_000_000, CATS_AUTH: 'required', MAX_EVENT_LOOP_DELAY_MS: 0, IDEMPOTENCY_KEYS_MAX: 100
   }, { users: userRecords })
 
 /** After a sequence, every access token ever issued is accepted or refused as its session says. */

@@ -23,7 +23,10 @@ type Config = Partial<ConfigInput>
 type Instances = (t: Test) => (config?: Config, options?: Omit<AppOptions, 'config'>) => Promise<FastifyInstance>
 
 interface Tokens { access_token: string, refresh_token?: string }
-const REFRESH_ON: Config = { REFRESH_TOKENS: true }
+/** Refresh tokens without the reuse window: most tests here are about what a reuse does. */
+const REFRESH_ON: Config = { REFRESH_TOKENS: true, REFRESH_REUSE_WINDOW: '0' }
+/** Refresh tokens with the default reuse window (10 s). */
+const WITH_WINDOW: Config = { REFRESH_TOKENS: true }
 /** The demo accounts with cheap hashes: these tests are about sessions, and every app takes them unless told otherwise. */
 const users = await cheapDemoUsers()
 
@@ -122,6 +125,44 @@ function sessionSuite (t: Test, instances: Instances): void {
     refusedToken(t, await profile(app, first.access_token), 'the access token issued at login')
     t.equal((await profile(app, bystander.access_token)).statusCode, 200, 'another session is unaffected')
     t.equal((await refresh(app, bystander.refresh_token)).statusCode, 200)
+  })
+
+  t.test('two tabs refreshing one token at once, on two instances, get the same new tokens and the session goes on', async (t) => {
+    const open = instances(t)
+    const [a, b] = [await open(WITH_WINDOW), await open(WITH_WINDOW)]
+    for (let trial = 0; trial < 10; trial++) {
+      const first = await login(a)
+      const answers = await Promise.all([a, b, a, b].map(async (app) => await refresh(app, first.refresh_token ?? '')))
+      t.strictSame(answers.map((res) => res.statusCode), [200, 200, 200, 200], `trial ${trial}: every tab is answered`)
+      const tokens: Tokens[] = answers.map((res) => res.json())
+      t.equal(new Set(tokens.map((token) => token.refresh_token)).size, 1, `trial ${trial}: one new refresh token, never a generation more`)
+      t.equal(new Set(tokens.map((token) => token.access_token)).size, 4, `trial ${trial}: an access token each`)
+      for (const [index, token] of tokens.entries()) t.equal((await profile(index % 2 === 0 ? b : a, token.access_token)).statusCode, 200)
+      t.equal((await refresh(b, tokens[0].refresh_token ?? '')).statusCode, 200, `trial ${trial}: the session goes on`)
+    }
+  })
+
+  t.test('with the reuse window, an older token, or the replaced one after the window, is still a reuse', async (t) => {
+    const app = await instances(t)(WITH_WINDOW)
+    const realNow = Date.now
+    t.teardown(() => { Date.now = realNow })
+    const twice = await login(app)
+    const second: Tokens = (await refresh(app, twice.refresh_token ?? '')).json()
+    t.equal((await refresh(app, second.refresh_token ?? '')).statusCode, 200)
+    refusedRefresh(t, await refresh(app, twice.refresh_token ?? ''), 'two rotations back')
+    refusedToken(t, await profile(app, second.access_token), 'the session ended')
+
+    const late = await login(app)
+    const next: Tokens = (await refresh(app, late.refresh_token ?? '')).json()
+    Date.now = () => realNow() + 10_000
+    refusedRefresh(t, await refresh(app, late.refresh_token ?? ''), 'ten seconds after the rotation')
+    refusedRefresh(t, await refresh(app, next.refresh_token ?? ''), 'the session ended, and is not revived')
+
+    Date.now = realNow
+    const ended = await login(app)
+    const after: Tokens = (await refresh(app, ended.refresh_token ?? '')).json()
+    t.equal((await logout(app, after.access_token)).statusCode, 204)
+    refusedRefresh(t, await refresh(app, ended.refresh_token ?? ''), 'within the window, after a logout')
   })
 
   t.test('logout ends the session: its refresh token and its other access tokens stop working', async (t) => {
@@ -253,6 +294,8 @@ function sharedRefreshSuite (t: Test, instances: Instances): void {
     const [a, b] = [await open(REFRESH_ON), await open(REFRESH_ON)]
     t.equal(await raceTrials(a, b, 'reuse', 25), 0, 'survivors of 25 reuse races')
     t.equal(await raceTrials(a, b, 'logout', 25), 0, 'survivors of 25 logout races')
+    const [c, d] = [await open(WITH_WINDOW), await open(WITH_WINDOW)]
+    t.equal(await raceTrials(c, d, 'logout', 25), 0, 'survivors of 25 logout races, with the reuse window')
   })
 
   t.test('a refresh for a user who no longer exists is refused and ends the session', async (t) => {
@@ -297,6 +340,8 @@ t.test('memory', async (t) => {
     const app = await build(t, REFRESH_ON, { users })
     t.equal(await raceTrials(app, app, 'reuse', 25), 0, 'survivors of 25 reuse races')
     t.equal(await raceTrials(app, app, 'logout', 25), 0, 'survivors of 25 logout races')
+    const windowed = await build(t, WITH_WINDOW, { users })
+    t.equal(await raceTrials(windowed, windowed, 'logout', 25), 0, 'survivors of 25 logout races, with the reuse window')
   })
 })
 
