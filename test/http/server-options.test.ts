@@ -36,7 +36,8 @@ t.test("Fastify's per-request lines are built only at a level that writes them (
 for (const level of ['trace', 'info']) {
   t.test(`no token, password or refresh token in the server's log at LOG_LEVEL=${level}`, async (t) => {
     // The logins need no costly hashes, and fetch leaves no idle connection for the drain after SIGTERM to wait for.
-    const server = await startServer({ LOG_LEVEL: level, REFRESH_TOKENS: 'true', USERS_FILE: await cheapUsersFile(t), ...fetchKeepAlive.none })
+    // Without the reuse window, so that presenting the rotated refresh token again is a reuse.
+    const server = await startServer({ LOG_LEVEL: level, REFRESH_TOKENS: 'true', REFRESH_REUSE_WINDOW: '0', USERS_FILE: await cheapUsersFile(t), ...fetchKeepAlive.none })
     t.teardown(() => { server.child.kill('SIGKILL') })
     const { base } = server
     const password = 'changeme' // john's demo password: the login below succeeds
