@@ -15,8 +15,9 @@ export default fp(async (fastify) => {
     redis: fastify.redis,
     users: fastify.users,
     sign: (claims) => fastify.jwt.sign(claims),
-    refreshSecret: fastify.tokenKeys.refreshSecret
+    refreshSecret: fastify.tokenKeys.refreshSecret,
+    events: fastify.metrics?.sessions
   })
   fastify.addHook('onClose', close)
   fastify.decorate('sessions', sessions)
-}, { name: 'sessions', dependencies: ['jwt', 'users', 'database', 'redis'] })
+}, { name: 'sessions', dependencies: ['jwt', 'users', 'database', 'redis', 'metrics'] })

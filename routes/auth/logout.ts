@@ -1,8 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { BEARER_SECURITY } from '../../src/http/schemas.js'
-import { sessionsUnavailable, unauthorized } from '../../src/http/error-response-schemas.js'
+import { badRequest, sessionsUnavailable, unauthorized } from '../../src/http/error-response-schemas.js'
 import { InvalidToken } from '../../src/errors.js'
+import { LogoutQuery } from '../../src/auth/schemas.js'
 
 const logout: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/logout', {
@@ -10,12 +11,15 @@ const logout: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['auth'],
       operationId: 'logout',
-      summary: 'End the session of the access token',
+      summary: 'End the session of the access token, or the user\'s other sessions, or all',
       description: 'The session of the access token ends: from then on, by every instance, the token is refused (401), ' +
-        'and so are its session\'s refresh token and the other access tokens issued through it.',
+        'and so are its session\'s refresh token and the other access tokens issued through it. With `scope=others` the ' +
+        'user\'s other sessions end instead, and with `scope=global` all of them.',
       security: BEARER_SECURITY,
+      querystring: LogoutQuery,
       response: {
         204: Type.Null({ description: 'Logged out' }),
+        400: badRequest('The scope is not `local`, `others` or `global`', 'querystring.scope', 'must be equal to one of the allowed values'),
         401: unauthorized,
         503: sessionsUnavailable
       }
@@ -24,7 +28,7 @@ const logout: FastifyPluginAsyncTypebox = async (fastify) => {
     // The guard ran first and set the claims: a request without them never gets here.
     /* c8 ignore next */
     if (request.tokenClaims === null) throw new InvalidToken()
-    await fastify.sessions.end(request.tokenClaims)
+    await fastify.sessions.end(request.tokenClaims, request.query.scope)
     return reply.code(204).send(null)
   })
 }

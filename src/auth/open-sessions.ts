@@ -15,13 +15,14 @@ import type { UserStore } from './users.js'
  * session records in the database when there is one, else in Redis, else in memory; the denylist in Redis when
  * there is one, else in the database, else in memory. `close` closes the stores.
  */
-export function openSessions (config: Config, { database, redis, users, sign, refreshSecret }: {
+export function openSessions (config: Config, { database, redis, users, sign, refreshSecret, events }: {
   database: Database | undefined
   redis: RedisConnection | undefined
   users: UserStore
   sign: SessionsOptions['sign']
   /** The secret refresh tokens are proven with (TokenKeys.refreshSecret). */
   refreshSecret: string
+  events: SessionsOptions['events']
 }): { sessions: Sessions, close: () => Promise<void> } {
   const { REDIS_KEY_PREFIX, JWT_EXPIRES_IN, REFRESH_TOKENS, REFRESH_TOKEN_TTL, REFRESH_RATE_LIMIT, REFRESH_REUSE_WINDOW, SESSIONS_PER_USER_MAX } = config
   const denylist: Denylist = redis !== undefined
@@ -44,7 +45,8 @@ export function openSessions (config: Config, { database, redis, users, sign, re
     maxPerUser: SESSIONS_PER_USER_MAX,
     store,
     denylist,
-    users
+    users,
+    events
   })
   return {
     sessions,

@@ -55,6 +55,9 @@ end
 return ended
 `
 
+/** The fields of a session as the scripts answer them, after its id. */
+const FIELDS = ['user', 'username', 'gen', 'created', 'last', 'address', 'ua', 'exp', 'ws', 'wc', 'rot'] as const
+
 /**
  * KEYS: the session. ARGV: the generation presented, now, the next token's expiry, the limit's most refreshes and
  * window, how long an ended session is kept, the margin, the prefix of the users' sets, the reuse window. The same
@@ -83,7 +86,7 @@ elseif wc >= max then
 else
   wc = wc + 1
 end
-local fields = {'user', 'username', 'gen', 'created', 'last', 'address', 'ua', 'exp', 'ws', 'wc', 'rot'}
+local fields = {${FIELDS.map((field) => `'${field}'`).join(', ')}}
 if repeated then
   redis.call('HSET', KEYS[1], 'last', now, 'ws', ws, 'wc', wc)
   return {'repeated', unpack(redis.call('HMGET', KEYS[1], unpack(fields)))}
@@ -99,12 +102,57 @@ const END = `${END_SESSION}
 endSession(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]))
 `
 
+/**
+ * KEYS: the user's set. ARGV: the prefix of session keys, now, then what to do: 'list'; 'end' and an id; 'others'
+ * and the id to keep, with how long an ended session is kept from now and the margin. Walks the user's live
+ * sessions oldest first: 'list' answers each as its id and FIELDS, 'end' ends the one id when it is among them
+ * (answering it), 'others' ends all but one (answering their ids).
+ */
+const USER_SESSIONS = `${END_SESSION}
+local prefix, now, action = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local answer = {}
+for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  local s = redis.call('HMGET', prefix .. id, 'ended', 'exp')
+  if s[1] == '0' and tonumber(s[2]) > now then
+    if action == 'list' then
+      table.insert(answer, {id, unpack(redis.call('HMGET', prefix .. id, ${FIELDS.map((field) => `'${field}'`).join(', ')}))})
+    elseif (action == 'end' and id == ARGV[4]) or (action == 'others' and id ~= ARGV[4]) then
+      endSession(prefix .. id, now + tonumber(ARGV[5]), tonumber(ARGV[6]))
+      redis.call('ZREM', KEYS[1], id)
+      table.insert(answer, id)
+    end
+  end
+end
+return answer
+`
+
 declare module 'ioredis' {
   // The scripts above, as defineCommand adds them to the client.
   interface RedisCommander<Context extends ClientContext> {
     sessionStart: (session: string, userSessions: string, ...args: Array<string | number>) => Result<string[], Context>
     sessionRotate: (session: string, ...args: Array<string | number>) => Result<string[], Context>
     sessionEnd: (session: string, ...args: Array<string | number>) => Result<unknown, Context>
+    userSessions: (userSessions: string, ...args: Array<string | number>) => Result<unknown[], Context>
+  }
+}
+
+/** A live session from its id and its FIELDS as a script answers them. */
+function recordOf (id: string, [user, username, generation, created, lastUsed, address, userAgent, expires, windowStart, windowCount, rotated]: string[]): SessionRecord {
+  const userId: UserId = JSON.parse(user)
+  return {
+    id,
+    userId,
+    username,
+    generation: Number(generation),
+    rotatedMs: Number(rotated),
+    createdMs: Number(created),
+    lastUsedMs: Number(lastUsed),
+    address,
+    userAgent,
+    expiresMs: Number(expires),
+    windowStartMs: Number(windowStart),
+    windowCount: Number(windowCount),
+    ended: false
   }
 }
 
@@ -120,6 +168,7 @@ export class RedisSessionStore implements SessionStore {
     redis.defineCommand('sessionStart', { numberOfKeys: 2, lua: START })
     redis.defineCommand('sessionRotate', { numberOfKeys: 1, lua: ROTATE })
     redis.defineCommand('sessionEnd', { numberOfKeys: 1, lua: END })
+    redis.defineCommand('userSessions', { numberOfKeys: 1, lua: USER_SESSIONS })
     this.#redis = redis
     this.#prefix = keyPrefix
     this.#status = status
@@ -142,31 +191,31 @@ export class RedisSessionStore implements SessionStore {
     if (outcome === 'reused' || outcome === 'ended') return { outcome }
     if (outcome === 'limited') return { outcome, retryAfterMs: Number(fields[0]) }
     if (outcome !== 'rotated' && outcome !== 'repeated') return { outcome: 'refused' }
-    const [user, username, generation, created, lastUsed, address, userAgent, expires, windowStart, windowCount, rotated] = fields
-    const userId: UserId = JSON.parse(user)
-    return {
-      outcome,
-      session: {
-        id,
-        userId,
-        username,
-        generation: Number(generation),
-        rotatedMs: Number(rotated),
-        createdMs: Number(created),
-        lastUsedMs: Number(lastUsed),
-        address,
-        userAgent,
-        expiresMs: Number(expires),
-        windowStartMs: Number(windowStart),
-        windowCount: Number(windowCount),
-        ended: false
-      }
-    }
+    return { outcome, session: recordOf(id, fields) }
   }
 
   async end (id: string): Promise<void> {
     // The user's set forgets the id at that user's next login.
     await sessionStoreCall(this.#status, () => this.#redis.sessionEnd(this.#sessionKey(id), Date.now() + this.#endedKeepMs, SKEW_MARGIN_MS))
+  }
+
+  async list (userId: UserId, nowMs: number): Promise<SessionRecord[]> {
+    const sessions = await sessionStoreCall(this.#status, () => this.#redis.userSessions(this.#userSetKey(userKey(userId)), this.#sessionKey(''), nowMs, 'list'))
+    return (sessions as string[][]).map(([id, ...fields]) => recordOf(id, fields))
+  }
+
+  async endOf (userId: UserId, id: string, nowMs: number): Promise<boolean> {
+    const ended = await sessionStoreCall(this.#status, () => this.#redis.userSessions(
+      this.#userSetKey(userKey(userId)), this.#sessionKey(''), nowMs, 'end', id, this.#endedKeepMs, SKEW_MARGIN_MS
+    ))
+    return ended.length > 0
+  }
+
+  async endOthers (userId: UserId, keepId: string, nowMs: number): Promise<string[]> {
+    const ended = await sessionStoreCall(this.#status, () => this.#redis.userSessions(
+      this.#userSetKey(userKey(userId)), this.#sessionKey(''), nowMs, 'others', keepId, this.#endedKeepMs, SKEW_MARGIN_MS
+    ))
+    return ended as string[]
   }
 
   // The client belongs to the service's redis plugin, which closes it.

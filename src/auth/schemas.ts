@@ -42,6 +42,37 @@ export const RefreshReply = Type.Composite([
 })
 export type RefreshReply = Static<typeof RefreshReply>
 
+export type LogoutScope = 'local' | 'others' | 'global'
+
+/** POST /auth/logout's scope: this session, the user's other sessions, or all of them (an enum: one validation issue, not one per word). */
+export const LogoutQuery = Type.Object({
+  scope: Type.Optional(Type.Unsafe<LogoutScope>({
+    type: 'string',
+    enum: ['local', 'others', 'global'],
+    default: 'local',
+    description: '`local` ends the token\'s session; `others` every other session of its user; `global` all of them'
+  }))
+})
+
+/** One live session as its user sees it. */
+export const SessionView = Type.Object({
+  id: Type.String({ description: 'The session\'s id (the `sid` of its tokens), for `DELETE /auth/sessions/{id}`' }),
+  created: Type.String({ format: 'date-time', description: 'The login' }),
+  lastUsed: Type.String({ format: 'date-time', description: 'The login or the latest refresh' }),
+  address: Type.String({ description: 'The client address at login' }),
+  userAgent: Type.String({ maxLength: 256, description: 'The User-Agent at login, at most 256 characters' }),
+  current: Type.Boolean({ description: 'Whether this is the session of the token that asked' })
+})
+export type SessionView = Static<typeof SessionView>
+
+export const SessionList = Type.Array(SessionView, {
+  description: 'The caller\'s live sessions, oldest first',
+  examples: [[
+    { id: '2f1c9e3a-6b7d-4e8f-9a0b-1c2d3e4f5a6b', created: '2026-11-27T09:12:03.000Z', lastUsed: '2026-11-27T10:40:51.000Z', address: '203.0.113.7', userAgent: 'Mozilla/5.0 (X11; Linux x86_64) Firefox/132.0', current: true },
+    { id: '7a8b9c0d-1e2f-4a3b-8c4d-5e6f7a8b9c0d', created: '2026-11-26T18:02:44.000Z', lastUsed: '2026-11-26T18:02:44.000Z', address: '198.51.100.23', userAgent: 'curl/8.5.0', current: false }
+  ]]
+})
+
 export const UserId = Type.Union([Type.Integer(), Type.String({ minLength: 1 })], { description: 'The user id (the token\'s sub)' })
 export type UserId = Static<typeof UserId>
 

@@ -69,6 +69,12 @@ export interface SessionStore {
   rotate: (id: string, presented: number, nowMs: number, nextExpiresMs: number, limit: RefreshLimit) => Promise<Rotation>
   /** Ends the session (nothing happens when it has already ended). */
   end: (id: string) => Promise<void>
+  /** The user's live sessions (not ended, not expired), oldest first. */
+  list: (userId: UserId, nowMs: number) => Promise<SessionRecord[]>
+  /** Ends the session when it is a live one of this user; answers whether it was. */
+  endOf: (userId: UserId, id: string, nowMs: number) => Promise<boolean>
+  /** Ends every live session of the user but `keepId`; answers the ids it ended. */
+  endOthers: (userId: UserId, keepId: string, nowMs: number) => Promise<string[]>
   close: () => Promise<void>
 }
 
@@ -177,6 +183,24 @@ export class MemorySessionStore implements SessionStore {
 
   async end (id: string): Promise<void> {
     this.#end(id, Date.now())
+  }
+
+  async list (userId: UserId, nowMs: number): Promise<SessionRecord[]> {
+    // The user's listed ids are live ones, each held in #sessions until swept (which unlists it too).
+    const listed = [...this.#byUser.get(userKey(userId)) ?? []].map((id) => this.#sessions.get(id) as SessionRecord)
+    return listed.filter((session) => session.expiresMs > nowMs)
+  }
+
+  async endOf (userId: UserId, id: string, nowMs: number): Promise<boolean> {
+    const mine = (await this.list(userId, nowMs)).some((session) => session.id === id)
+    if (mine) this.#end(id, nowMs)
+    return mine
+  }
+
+  async endOthers (userId: UserId, keepId: string, nowMs: number): Promise<string[]> {
+    const others = (await this.list(userId, nowMs)).map((session) => session.id).filter((id) => id !== keepId)
+    for (const id of others) this.#end(id, nowMs)
+    return others
   }
 
   /** Removes the sessions whose last token has expired (with the margin). */

@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto'
 import { decodeRefreshToken, encodeRefreshToken, type RefreshTokenClaims } from './refresh-token.js'
 import type { Denylist } from './denylist.js'
 import { SKEW_MARGIN_MS, type RefreshLimit, type SessionRecord, type SessionStore } from './session-store.js'
-import type { TokenClaims, UserId, VerifiedClaims } from './schemas.js'
+import type { LogoutScope, SessionView, TokenClaims, UserId, VerifiedClaims } from './schemas.js'
 import type { UserStore } from './users.js'
 import { TooManyRefreshes } from '../errors.js'
 
@@ -25,6 +25,15 @@ export const USER_AGENT_MAX = 256
 /** A refresh token handed out before session records existed: 256 random bits, known by its SHA-256 hash. */
 const LEGACY_REFRESH_TOKEN = /^[A-Za-z0-9_-]{43}$/
 
+/** Why a session ended, as the metrics count it. */
+export type EndReason = 'logout' | 'logout_others' | 'owner' | 'reuse' | 'cap' | 'user_gone'
+
+/** What the metrics hear of sessions (src/metrics/service-metrics.ts). */
+export interface SessionEvents {
+  started: () => void
+  ended: (reason: EndReason, count: number) => void
+}
+
 export interface SessionsOptions {
   /** Signs an access token with the service's key and lifetime. */
   sign: (claims: TokenClaims) => string
@@ -43,6 +52,8 @@ export interface SessionsOptions {
   store: SessionStore & { legacySession?: (tokenHash: Buffer) => Promise<string | undefined> }
   denylist: Denylist
   users: Pick<UserStore, 'findById'>
+  /** Told of each session started and ended, when the app has metrics. */
+  events?: SessionEvents
 }
 
 /**
@@ -85,6 +96,8 @@ export class Sessions {
     }
     const ended = await store.start(session, maxPerUser)
     for (const id of ended) await this.#deny(id)
+    this.#options.events?.started()
+    if (ended.length > 0) this.#options.events?.ended('cap', ended.length)
     const accessToken = this.#accessToken(session)
     if (!refreshEnabled) return { accessToken }
     return { accessToken, refreshToken: this.#refreshToken(session) }
@@ -106,6 +119,7 @@ export class Sessions {
     const rotation = await store.rotate(presented.sessionId, presented.generation, nowMs, nowMs + refreshLifetimeSeconds * 1000, refreshLimit)
     // A session that ended now, or earlier (in case its first denial failed): its access tokens stay denied.
     if (rotation.outcome === 'reused' || rotation.outcome === 'ended') await this.#deny(presented.sessionId)
+    if (rotation.outcome === 'reused') this.#options.events?.ended('reuse', 1)
     if (rotation.outcome === 'limited') {
       const seconds = Math.max(1, Math.ceil(rotation.retryAfterMs / 1000))
       throw Object.assign(new TooManyRefreshes(seconds), { retryAfter: seconds })
@@ -114,15 +128,41 @@ export class Sessions {
     const { session } = rotation
     const user = users.findById(session.userId)
     if (user === undefined || user.username !== session.username) {
-      await this.#end(session.id)
+      await this.#end(session.id, 'user_gone')
       return undefined
     }
     return { accessToken: this.#accessToken(session), refreshToken: this.#refreshToken(session) }
   }
 
-  /** Logout: ends the session of this access token. */
-  async end (claims: VerifiedClaims): Promise<void> {
-    await this.#end(claims.sid)
+  /** Logout: ends the session of this access token (`local`), the user's other sessions (`others`), or both (`global`). */
+  async end (claims: VerifiedClaims, scope: LogoutScope = 'local'): Promise<void> {
+    if (scope !== 'others') await this.#end(claims.sid, 'logout')
+    if (scope === 'local') return
+    const others = await this.#options.store.endOthers(claims.sub, claims.sid, Date.now())
+    for (const id of others) await this.#deny(id)
+    if (others.length > 0) this.#options.events?.ended('logout_others', others.length)
+  }
+
+  /** The live sessions of the token's user, oldest first, the token's own marked `current`. */
+  async list (claims: VerifiedClaims): Promise<SessionView[]> {
+    const sessions = await this.#options.store.list(claims.sub, Date.now())
+    return sessions.map((session) => ({
+      id: session.id,
+      created: new Date(session.createdMs).toISOString(),
+      lastUsed: new Date(session.lastUsedMs).toISOString(),
+      address: session.address,
+      userAgent: session.userAgent,
+      current: session.id === claims.sid
+    }))
+  }
+
+  /** Ends one of the token's user's live sessions; false when the user has no live session of this id. */
+  async endOne (claims: VerifiedClaims, id: string): Promise<boolean> {
+    const ended = await this.#options.store.endOf(claims.sub, id, Date.now())
+    if (!ended) return false
+    await this.#deny(id)
+    this.#options.events?.ended('owner', 1)
+    return true
   }
 
   /** Whether the token guard must refuse this verified token. */
@@ -143,9 +183,10 @@ export class Sessions {
     return claims
   }
 
-  async #end (sessionId: string): Promise<void> {
+  async #end (sessionId: string, reason: EndReason): Promise<void> {
     await this.#options.store.end(sessionId)
     await this.#deny(sessionId)
+    this.#options.events?.ended(reason, 1)
   }
 
   /**

@@ -119,6 +119,32 @@ export class SqlSessionStore implements SessionStore {
     await sessionStoreCall(this.status, () => this.#markEnded(this.client, id, Date.now()))
   }
 
+  async list (userId: UserId, nowMs: number): Promise<SessionRecord[]> {
+    const rows = await sessionStoreCall(this.status, () => this.client.query<SessionRow>(
+      `SELECT ${COLUMNS} FROM sessions WHERE user_id = $1 AND NOT ended AND expires_at_ms > $2 ORDER BY created_at_ms, id`,
+      [userKey(userId), nowMs]
+    ))
+    return rows.map(recordOf)
+  }
+
+  async endOf (userId: UserId, id: string, nowMs: number): Promise<boolean> {
+    const ended = await sessionStoreCall(this.status, () => this.client.query<{ id: string }>(
+      `UPDATE sessions SET ended = true, expires_at_ms = LEAST(expires_at_ms, $4)
+       WHERE id = $1 AND user_id = $2 AND NOT ended AND expires_at_ms > $3 RETURNING id`,
+      [id, userKey(userId), nowMs, nowMs + this.endedKeepMs]
+    ))
+    return ended.length > 0
+  }
+
+  async endOthers (userId: UserId, keepId: string, nowMs: number): Promise<string[]> {
+    const ended = await sessionStoreCall(this.status, () => this.client.query<{ id: string }>(
+      `UPDATE sessions SET ended = true, expires_at_ms = LEAST(expires_at_ms, $4)
+       WHERE user_id = $1 AND id <> $2 AND NOT ended AND expires_at_ms > $3 RETURNING id`,
+      [userKey(userId), keepId, nowMs, nowMs + this.endedKeepMs]
+    ))
+    return ended.map((row) => row.id)
+  }
+
   async #markEnded (executor: SqlExecutor, id: string, nowMs: number): Promise<void> {
     await executor.query(
       'UPDATE sessions SET ended = true, expires_at_ms = LEAST(expires_at_ms, $2) WHERE id = $1 AND NOT ended',

@@ -1,6 +1,6 @@
 import { errorResponse, type ErrorExample, type ErrorReply } from './schemas.js'
 import {
-  InvalidRefreshToken, SessionStoreUnavailable, CatTooLarge, CollectionFull, IdempotencyKeyInUse, IdempotencyKeyReused, InvalidCredentials, LoginWaitedTooLong, InvalidRequest, InvalidToken, LoginLimiterUnavailable, LowMemory,
+  InvalidRefreshToken, SessionNotFound, SessionStoreUnavailable, CatTooLarge, CollectionFull, IdempotencyKeyInUse, IdempotencyKeyReused, InvalidCredentials, LoginWaitedTooLong, InvalidRequest, InvalidToken, LoginLimiterUnavailable, LowMemory,
   MissingToken, Overloaded, StoreUnavailable, TooManyLists, TooManyLoginAttempts, TooManyLoginsInProgress, TooManyRefreshes, type ServiceError
 } from '../errors.js'
 
@@ -62,6 +62,9 @@ export const invalidRefreshToken = response(401, 'The refresh token is unknown, 
 
 export const tooManyRefreshes = response(429, 'This session refreshed more often than its limit allows; see Retry-After',
   ...examples(new TooManyRefreshes(60)))
+
+export const sessionNotFound = response(404, 'No live session of the caller has this id: another user\'s, an ended one and an unknown id alike',
+  ...examples(new SessionNotFound()))
 
 export const sessionsUnavailable = response(503, 'The session store cannot be reached, or the server is overloaded; retry after Retry-After seconds',
   ...examples(new SessionStoreUnavailable(), new Overloaded()))

@@ -1,6 +1,7 @@
 import type { onResponseHookHandler } from 'fastify'
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
 import type { HashQueueEvents } from '../auth/hash-queue.js'
+import type { SessionEvents } from '../auth/sessions.js'
 import { CatTooLarge, CollectionFull, LoginLimiterUnavailable, StoreUnavailable } from '../errors.js'
 
 /** How a login attempt ended, by the status it was answered with. */
@@ -35,6 +36,8 @@ export class ServiceMetrics {
   readonly dependencyErrors: Counter<'dependency'>
   /** Reports the password-hash queue to the metrics below; HashQueue calls these only when a login waits or is refused. */
   readonly hashQueue: HashQueueEvents
+  /** Counts sessions started and ended (Sessions calls these). */
+  readonly sessions: SessionEvents
 
   constructor (registry: Registry, { countCats, countTimeoutMs = 1000 }: ServiceMetricsOptions) {
     const registers = [registry]
@@ -82,6 +85,18 @@ export class ServiceMetrics {
       registers
     })
     const refused = new Counter({ name: 'cats_api_hash_queue_refused_total', help: 'Logins refused because the hash queue was full', registers })
+    const started = new Counter({ name: 'cats_api_sessions_started_total', help: 'Sessions started (successful logins)', registers })
+    const ended = new Counter({
+      name: 'cats_api_sessions_ended_total',
+      help: 'Sessions ended by reason: logout, logout_others (scope others or global), owner (DELETE /auth/sessions/{id}), ' +
+        'reuse (a rotated refresh token presented again), cap (SESSIONS_PER_USER_MAX), user_gone (at a refresh)',
+      labelNames: ['reason'],
+      registers
+    })
+    this.sessions = {
+      started: () => started.inc(),
+      ended: (reason, count) => ended.inc({ reason }, count)
+    }
     this.hashQueue = {
       enqueued: () => waiting.inc(),
       dequeued: (seconds) => {

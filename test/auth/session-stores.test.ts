@@ -239,6 +239,29 @@ function sessionContract (t: Test, open: Open<SessionStore>, openCounted: OpenCo
     }
   })
 
+  t.test('a user\'s live sessions are listed oldest first; one or all but one end, and only the user\'s own', async (t) => {
+    const store = await open(t)
+    const userId = `u-${randomUUID()}`
+    const now = Date.now()
+    const [first, second, third] = [0, 1, 2].map((index) => session({ userId, createdMs: now + index, lastUsedMs: now + index }))
+    const short = session({ userId, createdMs: now + 3, lastUsedMs: now + 3, expiresMs: now + 1000 })
+    const stranger = session({ userId: `u-${randomUUID()}` })
+    for (const record of [first, second, third, short, stranger]) await store.start(record, CAP)
+    t.strictSame(await store.list(userId, now), [first, second, third, short], 'the whole records, oldest first')
+    t.strictSame((await store.list(userId, now + 1000)).map((record) => record.id), [first.id, second.id, third.id], 'an expired one is not live')
+    t.equal(await store.endOf(userId, stranger.id, now), false, 'another user\'s session')
+    t.equal(await store.endOf(userId, randomUUID(), now), false, 'an unknown id')
+    t.equal(await store.endOf(userId, second.id, now), true)
+    t.equal(await store.endOf(userId, second.id, now), false, 'ended already')
+    t.strictSame(await rotate(store, second.id, 0), { outcome: 'ended' })
+    t.strictSame((await store.endOthers(userId, first.id, now)).sort(), [third.id, short.id].sort(), 'the live ones but the one kept')
+    t.strictSame((await store.list(userId, now)).map((record) => record.id), [first.id])
+    t.strictSame(await rotate(store, third.id, 0), { outcome: 'ended' })
+    t.match(await rotate(store, first.id, 0), { outcome: 'rotated' }, 'the one kept goes on')
+    t.match(await rotate(store, stranger.id, 0), { outcome: 'rotated' }, 'another user\'s session goes on')
+    t.strictSame(await store.endOthers(userId, first.id, now), [], 'nothing more to end')
+  })
+
   t.test('of many presenters of one generation at once, exactly one rotates and the rest are reuses', async (t) => {
     const store = await open(t)
     for (let trial = 0; trial < 20; trial++) {

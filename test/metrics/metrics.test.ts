@@ -7,6 +7,7 @@ import { metricsEndpoint } from '../../src/metrics/metrics-endpoint.js'
 import { loginOutcome, ServiceMetrics } from '../../src/metrics/service-metrics.js'
 import { CatTooLarge, CollectionFull, LoginLimiterUnavailable, StoreUnavailable } from '../../src/errors.js'
 import { build, testConfig } from '../support/app.js'
+import { cheapDemoUsers } from '../support/cheap-users.js'
 
 /** The standalone server's layout: /metrics at the root, beside the service, on a real socket. */
 async function standalone (t: Test, config: Partial<ConfigInput> = {}): Promise<{ base: string, server: FastifyInstance }> {
@@ -80,6 +81,37 @@ t.test('a login refused by the full hash queue counts as unavailable', async (t)
   t.equal(sample(text, 'cats_api_login_attempts_total{outcome="unavailable"}'), 1)
   t.equal(sample(text, 'cats_api_login_attempts_total{outcome="success"}'), 1)
   t.equal(sample(text, 'cats_api_hash_queue_refused_total'), 1)
+})
+
+t.test('sessions started, and ended by reason', async (t) => {
+  const users = await cheapDemoUsers()
+  const server = Fastify({ logger: false })
+  const metrics = { registry: new Registry() }
+  await server.register(metricsEndpoint, metrics)
+  const config = { ...testConfig, REFRESH_TOKENS: true, REFRESH_REUSE_WINDOW: '0', SESSIONS_PER_USER_MAX: 3 }
+  await server.register(serviceApp, { config, metrics, users })
+  t.teardown(() => server.close())
+  const login = async (username = 'john', password = 'changeme'): Promise<{ access_token: string, refresh_token: string }> =>
+    (await server.inject({ method: 'POST', url: '/auth/login', payload: { username, password } })).json()
+  const sid = (token: string): string => JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString()).sid
+  const auth = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` })
+
+  const [first, second, third] = [await login(), await login(), await login()]
+  await login() // the cap ends the first
+  await server.inject({ method: 'POST', url: '/auth/logout', headers: auth(second.access_token) })
+  const fifth = await login()
+  await server.inject({ method: 'DELETE', url: `/auth/sessions/${sid(fifth.access_token)}`, headers: auth(third.access_token) })
+  await server.inject({ method: 'POST', url: '/auth/logout?scope=others', headers: auth(third.access_token) })
+  const chris = await login('chris', 'secret')
+  await server.inject({ method: 'POST', url: '/auth/refresh', payload: { refresh_token: chris.refresh_token } })
+  await server.inject({ method: 'POST', url: '/auth/refresh', payload: { refresh_token: chris.refresh_token } })
+  t.ok(first.access_token.length > 0)
+
+  const text = (await server.inject('/metrics')).body
+  t.equal(sample(text, 'cats_api_sessions_started_total'), 6)
+  for (const [reason, count] of [['cap', 1], ['logout', 1], ['owner', 1], ['logout_others', 1], ['reuse', 1]] as const) {
+    t.equal(sample(text, `cats_api_sessions_ended_total{reason="${reason}"}`), count, reason)
+  }
 })
 
 t.test('a full collection is counted as a store error', async (t) => {

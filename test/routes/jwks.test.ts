@@ -92,7 +92,7 @@ t.test('refresh tokens work without JWT_SECRET', async (t) => {
   t.equal(await profile(app, refreshed.json().access_token), 200)
 })
 
-t.test('embedded under a prefix, the JWKS is too; a host\'s guard verifies with the same keys', async (t) => {
+t.test('embedded under a prefix, the JWKS and the sessions are too; a host\'s guard verifies with the same keys', async (t) => {
   const config = { ...testConfig, ...signingWith('EdDSA', edKey.privateKey) }
   const host = Fastify()
   t.teardown(() => host.close())
@@ -107,6 +107,10 @@ t.test('embedded under a prefix, the JWKS is too; a host\'s guard verifies with 
   const token = await login(host, '/api/auth/login')
   const reports = await host.inject({ url: '/reports', headers: bearer(token) })
   t.strictSame([reports.statusCode, reports.json()], [200, { for: 'john' }])
+  const sessions = await host.inject({ url: '/api/auth/sessions', headers: bearer(token) })
+  t.match([sessions.statusCode, sessions.json()], [200, [{ current: true }]])
+  t.equal((await host.inject({ method: 'POST', url: '/api/auth/logout?scope=global', headers: bearer(token) })).statusCode, 204)
+  t.equal((await host.inject({ url: '/api/profile', headers: bearer(token) })).statusCode, 401, 'the service sees the logout')
 })
 
 // A verifier with nothing but the JWKS's address, as another service would be: jose fetches and caches the set.

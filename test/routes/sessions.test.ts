@@ -8,7 +8,8 @@ import { closedPort } from '../support/ports.js'
 import { adminClient, freshServerSchema, urlWithSchema } from '../support/sql-schemas.js'
 import { freshKeyPrefix } from '../support/redis.js'
 import { raceTrials } from '../support/session-races.js'
-import { cheapDemoUsers } from '../support/cheap-users.js'
+import { CHEAP_HASH, cheapDemoUsers } from '../support/cheap-users.js'
+import { hashPassword } from '../../src/auth/password.js'
 import { pgliteCopy } from '../support/pglite-template.js'
 
 /**
@@ -27,14 +28,35 @@ interface Tokens { access_token: string, refresh_token?: string }
 const REFRESH_ON: Config = { REFRESH_TOKENS: true, REFRESH_REUSE_WINDOW: '0' }
 /** Refresh tokens with the default reuse window (10 s). */
 const WITH_WINDOW: Config = { REFRESH_TOKENS: true }
-/** The demo accounts with cheap hashes: these tests are about sessions, and every app takes them unless told otherwise. */
-const users = await cheapDemoUsers()
+/**
+ * The demo accounts with cheap hashes (these tests are about sessions), and the users of ownUser; every app takes
+ * them unless told otherwise.
+ */
+const users = [
+  ...await cheapDemoUsers(),
+  ...await Promise.all(['lister', 'refresher', 'ender', 'leaver'].map(async (username) => ({ id: `u-${username}`, username, passwordHash: await hashPassword('pw', CHEAP_HASH) })))
+]
 
 async function login (app: FastifyInstance, username = 'john', password = 'changeme'): Promise<Tokens> {
   const res = await app.inject({ method: 'POST', url: '/auth/login', payload: { username, password } })
   if (res.statusCode !== 200) throw new Error(`login failed: ${res.statusCode} ${res.body}`)
   return res.json()
 }
+/**
+ * A user of a test's own, among the users every app takes: a suite's tests share its store, and a user's sessions
+ * are listed together.
+ */
+function ownUser (name: 'lister' | 'refresher' | 'ender' | 'leaver'): (app: FastifyInstance, userAgent?: string) => Promise<Tokens> {
+  return async (app, userAgent = 'tests') => {
+    const res = await app.inject({ method: 'POST', url: '/auth/login', headers: { 'user-agent': userAgent }, payload: { username: name, password: 'pw' } })
+    if (res.statusCode !== 200) throw new Error(`login failed: ${res.statusCode} ${res.body}`)
+    return res.json()
+  }
+}
+const sessionsOf = async (app: FastifyInstance, token: string): Promise<Array<Record<string, unknown>>> =>
+  (await app.inject({ url: '/auth/sessions', headers: bearer(token) })).json()
+const endSession = (app: FastifyInstance, token: string, id: string): Promise<LightMyRequestResponse> =>
+  app.inject({ method: 'DELETE', url: `/auth/sessions/${id}`, headers: bearer(token) })
 const profile = (app: FastifyInstance, token: string): Promise<LightMyRequestResponse> =>
   app.inject({ url: '/profile', headers: bearer(token) })
 const logout = (app: FastifyInstance, token: string): Promise<LightMyRequestResponse> =>
@@ -163,6 +185,94 @@ function sessionSuite (t: Test, instances: Instances): void {
     const after: Tokens = (await refresh(app, ended.refresh_token ?? '')).json()
     t.equal((await logout(app, after.access_token)).statusCode, 204)
     refusedRefresh(t, await refresh(app, ended.refresh_token ?? ''), 'within the window, after a logout')
+  })
+
+  t.test('GET /auth/sessions lists the caller\'s live sessions on every instance, with refresh tokens off', async (t) => {
+    const loginOwn = ownUser('lister')
+    const open = instances(t)
+    const [a, b] = [await open({}), await open({})]
+    const before = Date.now()
+    const first = await loginOwn(a, 'tab-a')
+    const second = await loginOwn(b, 'x'.repeat(300))
+    const listed = await sessionsOf(b, first.access_token)
+    t.strictSame(listed.map((session) => [session.id, session.current, session.address, session.userAgent]), [
+      [claimsOf(first.access_token).sid, true, '127.0.0.1', 'tab-a'],
+      [claimsOf(second.access_token).sid, false, '127.0.0.1', 'x'.repeat(256)]
+    ], 'oldest first, the asking one marked; the user agent cut at 256 characters')
+    for (const session of listed) {
+      const [created, lastUsed] = [Date.parse(String(session.created)), Date.parse(String(session.lastUsed))]
+      t.ok(created >= before - 1 && created <= Date.now() && lastUsed === created, 'created and last used at the login')
+    }
+    t.strictSame((await sessionsOf(a, second.access_token)).map((session) => session.current), [false, true])
+    const stranger = await sessionsOf(a, (await login(a)).access_token)
+    t.notOk(stranger.some((session) => listed.some((own) => own.id === session.id)), 'another user sees only their own')
+    t.equal((await logout(a, first.access_token)).statusCode, 204)
+    t.strictSame((await sessionsOf(b, second.access_token)).map((session) => session.id), [claimsOf(second.access_token).sid], 'an ended one is gone')
+  })
+
+  t.test('a session\'s last use is its latest refresh', async (t) => {
+    const loginOwn = ownUser('refresher')
+    const app = await instances(t)(REFRESH_ON)
+    const first = await loginOwn(app)
+    await new Promise((resolve) => setTimeout(resolve, 5))
+    const refreshed: Tokens = (await refresh(app, first.refresh_token)).json()
+    const [session] = await sessionsOf(app, refreshed.access_token)
+    t.ok(Date.parse(String(session.lastUsed)) > Date.parse(String(session.created)), `${String(session.lastUsed)} after ${String(session.created)}`)
+  })
+
+  t.test('DELETE /auth/sessions/{id} ends one of the caller\'s sessions on every instance; any other id is the same 404', async (t) => {
+    const loginOwn = ownUser('ender')
+    const open = instances(t)
+    const [a, b] = [await open(REFRESH_ON), await open(REFRESH_ON)]
+    const mine = await loginOwn(a)
+    const lost = await loginOwn(a)
+    const stranger = await login(a, 'chris', 'secret')
+    const lostId = String(claimsOf(lost.access_token).sid)
+    t.equal((await endSession(b, mine.access_token, lostId)).statusCode, 204)
+    refusedToken(t, await profile(a, lost.access_token), 'its access token, on the other instance')
+    refusedRefresh(t, await refresh(a, lost.refresh_token), 'its refresh token')
+    const notFound = { statusCode: 404, error: 'Not Found', message: 'No live session of yours has this id', code: 'AUTH_ERR_SESSION_NOT_FOUND' }
+    for (const [name, id] of [['ended already', lostId], ['another user\'s', String(claimsOf(stranger.access_token).sid)], ['unknown', 'no-such-session']]) {
+      const res = await endSession(a, mine.access_token, id)
+      t.strictSame([res.statusCode, res.json()], [404, notFound], name)
+    }
+    t.equal((await profile(b, stranger.access_token)).statusCode, 200, 'the other user\'s session goes on')
+    const long = await endSession(a, mine.access_token, 'x'.repeat(65))
+    t.strictSame([long.statusCode, long.json().validation], [400, [{ field: 'params.id', message: 'must NOT have more than 64 characters' }]])
+    t.equal((await endSession(a, mine.access_token, String(claimsOf(mine.access_token).sid))).statusCode, 204, 'its own session too')
+    refusedToken(t, await profile(b, mine.access_token), 'then the token that asked is refused')
+  })
+
+  t.test('logout?scope=others ends the user\'s other sessions; scope=global all of them; scope=local only its own', async (t) => {
+    const loginOwn = ownUser('leaver')
+    const open = instances(t)
+    const [a, b] = [await open(REFRESH_ON), await open(REFRESH_ON)]
+    const [phone, laptop, tablet] = [await loginOwn(a), await loginOwn(b), await loginOwn(a)]
+    const bystander = await login(b)
+    const others = await a.inject({ method: 'POST', url: '/auth/logout?scope=others', headers: bearer(phone.access_token) })
+    t.equal(others.statusCode, 204)
+    for (const [name, tokens] of [['laptop', laptop], ['tablet', tablet]] as const) {
+      refusedToken(t, await profile(b, tokens.access_token), `${name}: its access token`)
+      refusedRefresh(t, await refresh(b, tokens.refresh_token), `${name}: its refresh token`)
+    }
+    t.equal((await profile(b, phone.access_token)).statusCode, 200, 'the asking session goes on')
+    t.equal((await refresh(b, phone.refresh_token)).statusCode, 200)
+    t.equal((await profile(a, bystander.access_token)).statusCode, 200, 'another user is not touched')
+
+    const [desk, kiosk] = [await loginOwn(b), await loginOwn(b)]
+    t.equal((await a.inject({ method: 'POST', url: '/auth/logout?scope=local', headers: bearer(kiosk.access_token) })).statusCode, 204)
+    refusedToken(t, await profile(b, kiosk.access_token), 'local: its own session')
+    t.equal((await profile(b, desk.access_token)).statusCode, 200, 'local: not the others')
+
+    t.equal((await b.inject({ method: 'POST', url: '/auth/logout?scope=global', headers: bearer(desk.access_token) })).statusCode, 204)
+    refusedToken(t, await profile(a, desk.access_token), 'global: its own session')
+    refusedToken(t, await profile(a, phone.access_token), 'global: the other sessions')
+    const bystanders = await sessionsOf(a, bystander.access_token)
+    t.ok(bystanders.some((session) => session.id === claimsOf(bystander.access_token).sid), 'another user\'s session is still listed')
+
+    const bad = await a.inject({ method: 'POST', url: '/auth/logout?scope=everyone', headers: bearer(bystander.access_token) })
+    t.equal(bad.statusCode, 400)
+    t.strictSame(bad.json().validation, [{ field: 'querystring.scope', message: 'must be equal to one of the allowed values' }])
   })
 
   t.test('logout ends the session: its refresh token and its other access tokens stop working', async (t) => {

@@ -22,7 +22,7 @@ t.test('OpenAPI 3.1 at /docs/json documents every route, status and the bearer s
   const doc = res.json()
   t.equal(doc.openapi, '3.1.0')
   t.strictSame(doc.components.securitySchemes.bearerAuth, { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' })
-  t.strictSame(Object.keys(doc.paths).sort(), ['/.well-known/jwks.json', '/auth/login', '/auth/logout', '/cats', '/cats/{id}', '/health', '/health/ready', '/profile'])
+  t.strictSame(Object.keys(doc.paths).sort(), ['/.well-known/jwks.json', '/auth/login', '/auth/logout', '/auth/sessions', '/auth/sessions/{id}', '/cats', '/cats/{id}', '/health', '/health/ready', '/profile'])
   const op = (path: string, method: string): Operation => doc.paths[path][method]
   t.strictSame(Object.keys(op('/auth/login', 'post').responses).sort(), ['200', '400', '401', '413', '415', '429', '503'])
   t.strictSame(Object.keys(op('/cats', 'post').responses).sort(), ['201', '400', '409', '413', '415', '422', '503', '507'])
@@ -67,7 +67,7 @@ t.test('every operation has its stable operationId, and components are named fro
   const app = await build(t)
   const doc = (await app.inject('/docs/json')).json()
   const ids = Object.values<Record<string, { operationId: string }>>(doc.paths).flatMap((methods) => Object.values(methods).map((o) => o.operationId))
-  t.strictSame(ids.sort(), ['createCat', 'deleteCat', 'getCat', 'getHealth', 'getJwks', 'getProfile', 'getReadiness', 'listCats', 'login', 'logout', 'updateCat'])
+  t.strictSame(ids.sort(), ['createCat', 'deleteCat', 'endSession', 'getCat', 'getHealth', 'getJwks', 'getProfile', 'getReadiness', 'listCats', 'listSessions', 'login', 'logout', 'updateCat'])
   t.strictSame(Object.keys(doc.components.schemas).sort(),
     ['Cat', 'DeleteResult', 'Error', 'Identity', 'LoginRequest', 'LoginResponse', 'NewCat', 'StoredCat', 'ValidationIssue'])
   t.strictSame(doc.components.schemas.StoredCat.required, ['id', 'name', 'age', 'breed'])
@@ -156,7 +156,17 @@ t.test('the session operations: logout always, refresh with refresh tokens on, w
   const logout = doc.paths['/auth/logout'].post
   t.equal(logout.operationId, 'logout')
   t.strictSame(logout.security, [{ bearerAuth: [] }])
-  t.strictSame(Object.keys(logout.responses).sort(), ['204', '401', '503'])
+  t.strictSame(Object.keys(logout.responses).sort(), ['204', '400', '401', '503'])
+  t.match(logout.parameters, [{ in: 'query', name: 'scope', schema: { enum: ['local', 'others', 'global'], default: 'local' } }])
+  const sessions = doc.paths['/auth/sessions'].get
+  t.equal(sessions.operationId, 'listSessions')
+  t.strictSame(sessions.security, [{ bearerAuth: [] }])
+  t.strictSame(Object.keys(sessions.responses).sort(), ['200', '401', '503'])
+  t.match(sessions.responses['200'].content['application/json'].example, [{ current: true }, { current: false }], 'the list has an example')
+  const end = doc.paths['/auth/sessions/{id}'].delete
+  t.equal(end.operationId, 'endSession')
+  t.strictSame(Object.keys(end.responses).sort(), ['204', '400', '401', '404', '503'])
+  t.match(Object.values(end.responses['404'].content['application/json'].examples), [{ value: { code: 'AUTH_ERR_SESSION_NOT_FOUND' } }])
   const refresh = doc.paths['/auth/refresh'].post
   t.equal(refresh.operationId, 'refreshToken')
   t.strictSame(refresh.security, [], 'no bearer token: the refresh token in the body is the credential')
