@@ -1,8 +1,10 @@
 import { execFile } from 'node:child_process'
-import { generateKeyPairSync, type KeyObject } from 'node:crypto'
+import { createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto'
 import { promisify } from 'node:util'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import Fastify, { type FastifyInstance } from 'fastify'
+import fastifyJwt, { type TokenOrHeader } from '@fastify/jwt'
+import buildGetJwks from 'get-jwks'
 import serviceApp from '../../src/app.js'
 import tokenGuard from '../../src/token-guard-plugin.js'
 import type { ConfigInput } from '../../src/config.js'
@@ -121,6 +123,25 @@ const { payload, protectedHeader } = await jwtVerify(token, createRemoteJWKSet(n
 console.log(JSON.stringify({ alg: protectedHeader.alg, sub: payload.sub, username: payload.username }))
 `
 
+/** A host app of its own that guards a route with @fastify/jwt and get-jwks: it knows the service's address only. */
+async function jwksOnlyHost (t: Test, serviceBase: string): Promise<FastifyInstance> {
+  const host = Fastify()
+  t.teardown(() => host.close())
+  const jwks = buildGetJwks({ jwksPath: '/.well-known/jwks.json' })
+  await host.register(fastifyJwt, {
+    decode: { complete: true },
+    // get-jwks turns EC and RSA keys into PEM itself; node:crypto reads any JWK, Ed25519 included.
+    secret: async (_request: unknown, token: TokenOrHeader): Promise<string> => {
+      // decode.complete: the token and its header.
+      const { kid, alg } = (token as { header: { kid: string, alg: string } }).header
+      return createPublicKey({ key: await jwks.getJwk({ domain: serviceBase, kid, alg }), format: 'jwk' }).export({ format: 'pem', type: 'spki' }).toString()
+    },
+    verify: { algorithms: ['EdDSA'] }
+  })
+  host.get('/reports', { onRequest: async (request) => { await request.jwtVerify() } }, async (request) => ({ for: request.user.username }))
+  return host
+}
+
 t.test('another process verifies the tokens of a running server with its JWKS alone, but does not see logouts', async (t) => {
   const server = await startServer({
     JWT_SECRET: undefined,
@@ -137,6 +158,10 @@ t.test('another process verifies the tokens of a running server with its JWKS al
     return JSON.parse(stdout)
   }
   t.strictSame(await verify(), { alg: 'EdDSA', sub: 1, username: 'john' })
+  const host = await jwksOnlyHost(t, server.base)
+  const reports = await host.inject({ url: '/reports', headers: bearer(token) })
+  t.strictSame([reports.statusCode, reports.json()], [200, { for: 'john' }], 'a host\'s guard with @fastify/jwt and get-jwks')
+  t.equal((await host.inject({ url: '/reports', headers: bearer(`${token.slice(0, -4)}AAAA`) })).statusCode, 401, 'and it checks the signature')
 
   const logout = await fetch(`${server.base}/auth/logout`, { method: 'POST', headers: { authorization: `Bearer ${token}` } })
   t.equal(logout.status, 204)
