@@ -84,9 +84,10 @@ export class SqlSessionStore implements SessionStore {
         [session.id, userKey(session.userId), session.username, session.generation, session.rotatedMs, session.createdMs, session.lastUsedMs,
           session.address, session.userAgent, session.expiresMs, session.windowStartMs, session.windowCount, session.ended]
       )
-      // The user's other live sessions beyond the newest maxPerUser - 1 end (the new one never does).
+      // The user's other live sessions beyond the newest maxPerUser - 1 end (the new one never does). NOT ended is
+      // checked again on the row itself: a logout of other sessions may have ended it since the subquery read it.
       const ended = await tx.query<{ id: string }>(
-        `UPDATE sessions SET ended = true, expires_at_ms = LEAST(expires_at_ms, $5) WHERE id IN (
+        `UPDATE sessions SET ended = true, expires_at_ms = LEAST(expires_at_ms, $5) WHERE NOT ended AND id IN (
            SELECT id FROM sessions WHERE user_id = $1 AND id <> $4 AND NOT ended AND expires_at_ms > $3
            ORDER BY created_at_ms DESC, id OFFSET $2
          ) RETURNING id`,
