@@ -1,9 +1,8 @@
 import fp from 'fastify-plugin'
-import fastifyJwt from '@fastify/jwt'
 import type { FastifyPluginAsync } from 'fastify'
 import { loadConfig, durationToSeconds } from './config.js'
-import { jwtOptions, verifyOptions } from './auth/jwt-options.js'
-import { keyedVerify, tokenKeys } from './auth/token-keys.js'
+import { verifyOptions } from './auth/jwt-options.js'
+import { keyedVerify, verifyingKeys } from './auth/token-keys.js'
 import { openUsers } from './auth/open-users.js'
 import { userStillExists } from './auth/token-claims.js'
 import { tokenGuard } from './auth/token-guard.js'
@@ -23,10 +22,9 @@ export type { Identity } from './auth/schemas.js'
  */
 const tokenGuardPlugin: FastifyPluginAsync<AppOptions> = async (fastify, opts) => {
   const config = loadConfig(opts.config)
-  const keys = tokenKeys(config)
+  const keys = verifyingKeys(config)
   await fastify.register(async (guardScope) => {
     guardScope.decorateRequest('tokenClaims', null)
-    await guardScope.register(fastifyJwt, jwtOptions(config, keys))
     const { users, close } = openUsers(config, { users: opts.users, log: guardScope.log })
     guardScope.addHook('onClose', close)
     fastify.decorate('authenticate', tokenGuard({

@@ -128,6 +128,17 @@ export function tokenKeys (config: Config): TokenKeys {
   }
 }
 
+/**
+ * The keys the hosts' token guard verifies with: the service's own when the private key is given, else only
+ * JWT_VERIFY_KEYS, so that a host which checks tokens need not hold the key that signs them.
+ */
+export function verifyingKeys (config: Config): Pick<TokenKeys, 'published'> {
+  if (config.JWT_ALGORITHM === 'HS256' || config.JWT_PRIVATE_KEY !== undefined || config.JWT_PRIVATE_KEY_FILE !== undefined) return tokenKeys(config)
+  const published = verifyKeys(inlineOrFile(config, 'JWT_VERIFY_KEYS'))
+  if (published.length === 0) throw new Error(`env/JWT_VERIFY_KEYS (or JWT_PRIVATE_KEY) is required with JWT_ALGORITHM=${config.JWT_ALGORITHM}`)
+  return { published }
+}
+
 /** The header of a compact JWS, or undefined when it is not one. */
 function headerOf (token: string): { kid?: unknown } | undefined {
   const end = token.indexOf('.')
@@ -145,7 +156,7 @@ function headerOf (token: string): { kid?: unknown } | undefined {
  * and one for HS256 tokens (no `kid`) while JWT_SECRET is set. A token whose `kid` is unknown is refused.
  * Each verifier takes only its key's algorithm, so no key can be used as another algorithm's.
  */
-export function keyedVerify (keys: TokenKeys, secret: string | undefined, options: Omit<Partial<VerifierOptions>, 'key' | 'algorithms'>): (token: string) => unknown {
+export function keyedVerify (keys: Pick<TokenKeys, 'published'>, secret: string | undefined, options: Omit<Partial<VerifierOptions>, 'key' | 'algorithms'>): (token: string) => unknown {
   const byKid = new Map(keys.published.map((jwk) => [jwk.kid, createVerifier({ ...options, key: createPublicKey({ key: jwk, format: 'jwk' }).export({ format: 'pem', type: 'spki' }).toString(), algorithms: [jwk.alg] })]))
   const hs256 = secret === undefined ? undefined : createVerifier({ ...options, key: secret, algorithms: ['HS256'] })
   return (token) => {

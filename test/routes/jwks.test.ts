@@ -115,6 +115,26 @@ t.test('embedded under a prefix, the JWKS and the sessions are too; a host\'s gu
   t.equal((await host.inject({ url: '/api/profile', headers: bearer(token) })).statusCode, 401, 'the service sees the logout')
 })
 
+t.test('a host\'s token guard verifies with the public keys alone; without any key it refuses to start', async (t) => {
+  const service = await build(t, signingWith('EdDSA', edKey.privateKey), { users })
+  const token = await login(service)
+  const host = Fastify()
+  t.teardown(() => host.close())
+  const guardConfig = { ...testConfig, JWT_SECRET: undefined, JWT_ALGORITHM: 'EdDSA', JWT_VERIFY_KEYS: pem(edKey.publicKey, 'spki') }
+  await host.register(async (scope) => {
+    await scope.register(tokenGuard, { config: guardConfig, users })
+    scope.get('/reports', { onRequest: scope.authenticate }, async (request) => ({ for: request.user.username }))
+  })
+  const reports = await host.inject({ url: '/reports', headers: bearer(token) })
+  t.strictSame([reports.statusCode, reports.json()], [200, { for: 'john' }], 'no private key on the host')
+  t.equal((await host.inject({ url: '/reports', headers: bearer(`${token.slice(0, -4)}AAAA`) })).statusCode, 401)
+
+  const keyless = Fastify()
+  t.teardown(() => keyless.close())
+  await t.rejects(async () => { await keyless.register(tokenGuard, { config: { ...guardConfig, JWT_VERIFY_KEYS: undefined } }).ready() },
+    /env\/JWT_VERIFY_KEYS \(or JWT_PRIVATE_KEY\) is required with JWT_ALGORITHM=EdDSA/)
+})
+
 // A verifier with nothing but the JWKS's address, as another service would be: jose fetches and caches the set.
 const VERIFIER = `
 import { createRemoteJWKSet, jwtVerify } from 'jose'
