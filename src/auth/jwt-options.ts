@@ -1,9 +1,8 @@
-import { createPublicKey } from 'node:crypto'
 import type { FastifyJWTOptions } from '@fastify/jwt'
 import type { VerifierOptions } from 'fast-jwt'
 import { durationToSeconds, type Config } from '../config.js'
 import type { Identity, TokenClaims } from './schemas.js'
-import type { TokenKeys } from './token-keys.js'
+import { publicPem, type TokenKeys } from './token-keys.js'
 
 // @fastify/jwt's own declarations (request.user, fastify.jwt) kept in this module's compiled types, with the
 // service's claims and identity, for the service and for a host using the package's token guard.
@@ -37,7 +36,7 @@ export function jwtOptions (config: Config, keys: TokenKeys): FastifyJWTOptions 
   const { JWT_EXPIRES_IN, JWT_ISSUER, JWT_AUDIENCE } = config
   const [signing] = keys.published
   return {
-    secret: keys.kid === undefined ? keys.signingKey : { private: keys.signingKey, public: createPublicKey({ key: signing, format: 'jwk' }).export({ format: 'pem', type: 'spki' }).toString() },
+    secret: keys.kid === undefined ? keys.signingKey : { private: keys.signingKey, public: publicPem(signing) },
     sign: {
       algorithm: keys.algorithm,
       ...(keys.kid !== undefined && { kid: keys.kid }),

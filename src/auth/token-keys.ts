@@ -139,6 +139,10 @@ export function verifyingKeys (config: Config): Pick<TokenKeys, 'published'> {
   return { published }
 }
 
+/** A published key as the PEM fast-jwt takes. */
+export const publicPem = (jwk: PublishedKey): string =>
+  createPublicKey({ key: jwk, format: 'jwk' }).export({ format: 'pem', type: 'spki' }).toString()
+
 /** The header of a compact JWS, or undefined when it is not one. */
 function headerOf (token: string): { kid?: unknown } | undefined {
   const end = token.indexOf('.')
@@ -157,7 +161,7 @@ function headerOf (token: string): { kid?: unknown } | undefined {
  * Each verifier takes only its key's algorithm, so no key can be used as another algorithm's.
  */
 export function keyedVerify (keys: Pick<TokenKeys, 'published'>, secret: string | undefined, options: Omit<Partial<VerifierOptions>, 'key' | 'algorithms'>): (token: string) => unknown {
-  const byKid = new Map(keys.published.map((jwk) => [jwk.kid, createVerifier({ ...options, key: createPublicKey({ key: jwk, format: 'jwk' }).export({ format: 'pem', type: 'spki' }).toString(), algorithms: [jwk.alg] })]))
+  const byKid = new Map(keys.published.map((jwk) => [jwk.kid, createVerifier({ ...options, key: publicPem(jwk), algorithms: [jwk.alg] })]))
   const hs256 = secret === undefined ? undefined : createVerifier({ ...options, key: secret, algorithms: ['HS256'] })
   return (token) => {
     const kid = headerOf(token)?.kid
