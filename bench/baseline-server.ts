@@ -295,9 +295,10 @@ export function createBaselineServer (options: BaselineOptions): Server {
         message: problem.message
       })))
     }
-    const json = cats.updateJson(id, body)
-    if (json === undefined) return sendEmpty(res)
-    sendJsonText(res, 200, json)
+    const cat = cats.update(id, body)
+    if (cat === undefined) return sendEmpty(res)
+    res.setHeader('etag', `"${cat.version}"`)
+    sendJsonText(res, 200, cat.json)
   }
 
   function oneCat (req: IncomingMessage, res: ServerResponse, rawId: string): void {
@@ -312,9 +313,10 @@ export function createBaselineServer (options: BaselineOptions): Server {
       cats.remove(id)
       return sendJson(res, 200, { deleted: true })
     }
-    const json = cats.findJson(id)
-    if (json === undefined) return sendEmpty(res)
-    sendJsonText(res, 200, json)
+    const cat = cats.find(id)
+    if (cat === undefined) return sendEmpty(res)
+    res.setHeader('etag', `"${cat.version}"`)
+    sendJsonText(res, 200, cat.json)
   }
 
   function route (req: IncomingMessage, res: ServerResponse): void {

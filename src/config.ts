@@ -45,6 +45,7 @@ const ConfigProperties = {
   NODE_ENV: Type.String({ default: 'development', description: 'With `production`, the server refuses to start without `USERS_FILE`' }),
   USERS_FILE: Type.Optional(Type.String({ minLength: 1, description: 'JSON file of users (see Users); unset means the demo users and a warning' })),
   CATS_AUTH: OneOf(['public', 'required'], 'public', '`required` puts the token guard on every `/cats` route'),
+  CATS_IF_MATCH: OneOf(['optional', 'required'], 'optional', '`required`: `PUT`, `PATCH` and `DELETE` on `/cats/{id}` need `If-Match` with the cat\'s ETag (428 without)'),
   DATABASE_URL: Type.Optional(Type.String({
     pattern: '^(postgres|postgresql|pglite)://.+',
     description: 'Unset: cats in memory; `postgres://…` a PostgreSQL server; `pglite://<directory>` or `pglite://memory` embedded PostgreSQL'

@@ -1,18 +1,21 @@
 import { createHash } from 'node:crypto'
 import { getHeapStatistics } from 'node:v8'
-import type { FastifyReply } from 'fastify'
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import {
-  CatIdParams, CatReply, CreateCatBody, CreateCatHeaders, DeleteReply, JSON_CONTENT_TYPE, JsonText, ListCatsQuery, StoredCat, StoredCatList,
-  TEXT_CONTENT_TYPE, UpdateCatBody, catOrEmptyResponse
+  CatConditionHeaders, CatIdParams, CatMergePatch, CatReply, CreateCatBody, CreateCatHeaders, DeleteReply, JSON_CONTENT_TYPE, JsonText, ListCatsQuery,
+  MERGE_PATCH_CONTENT_TYPE, StoredCat, StoredCatList, TEXT_CONTENT_TYPE, UpdateCatBody, catOrEmptyResponse, notModified
 } from '../../src/cats/schemas.js'
+import type { VersionCondition, VersionedCat } from '../../src/cats/cats-store.js'
 import { LIST_CHUNK, WholeLists, decodeCursor, encodeCursor } from '../../src/cats/list-paging.js'
 import { BEARER_SECURITY, INTEGER_TEXT_PATTERN, NO_SECURITY, ref } from '../../src/http/schemas.js'
 import {
-  badRequest, catTooLarge, bodyTooLarge, idempotencyKeyInUse, idempotencyKeyReused, insufficientStorage, listUnavailable, storeUnavailable, unauthorized,
-  unsupportedMediaType
+  badRequest, catTooLarge, bodyTooLarge, idempotencyKeyInUse, idempotencyKeyReused, insufficientStorage, listUnavailable, preconditionFailed,
+  preconditionRequired, storeUnavailable, unauthorized, unsupportedMediaType
 } from '../../src/http/error-response-schemas.js'
-import { LowMemory, TooManyLists } from '../../src/errors.js'
+import { LowMemory, PreconditionRequired, TooManyLists } from '../../src/errors.js'
+import { ifMatchCondition, noneMatch, strongTag, weakTag } from '../../src/http/entity-tags.js'
+import { findPatchProblems } from '../../src/cats/merge-patch.js'
 import { invalidRequest } from '../../src/http/validation-issues.js'
 import { writesAllowed } from '../../src/cats/low-memory.js'
 import { findMergeProblems } from '../../src/cats/merge-safety.js'
@@ -20,7 +23,7 @@ import { clientAddress } from '../../src/http/client-address.js'
 import { mapMaybePromise } from '../../src/maybe-promise.js'
 
 const cats: FastifyPluginAsyncTypebox = async (fastify) => {
-  const { CATS_AUTH, WRITE_HEAP_RATIO, LIST_STREAMS_MAX, LIST_WRITE_TIMEOUT_MS } = fastify.config
+  const { CATS_AUTH, CATS_IF_MATCH, WRITE_HEAP_RATIO, LIST_STREAMS_MAX, LIST_WRITE_TIMEOUT_MS } = fastify.config
   // Public by default; CATS_AUTH=required puts the token guard on every route here.
   const tokenRequired = CATS_AUTH === 'required'
   const authHook = tokenRequired ? { onRequest: fastify.authenticate } : {}
@@ -28,12 +31,26 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
   const authErrors = tokenRequired ? { 401: unauthorized } : {}
   const badId = badRequest('The id is not an integer in decimal digits', 'params.id', `must match pattern "${INTEGER_TEXT_PATTERN}"`)
   const catId = (params: CatIdParams): number => Number(params.id)
-  // A cat's JSON text as the store keeps it; when no cat has the id, an empty 200, as text/plain so that no
-  // client parses it as a cat.
-  const catOrEmpty = (reply: FastifyReply, json: string | undefined): string => {
-    reply.type(json === undefined ? TEXT_CONTENT_TYPE : JSON_CONTENT_TYPE)
-    return json ?? ''
+  // A cat's JSON text as the store keeps it, with its ETag; when no cat has the id, an empty 200, as text/plain so
+  // that no client parses it as a cat.
+  const catOrEmpty = (reply: FastifyReply, cat: VersionedCat | undefined): string => {
+    if (cat === undefined) {
+      reply.type(TEXT_CONTENT_TYPE)
+      return ''
+    }
+    reply.type(JSON_CONTENT_TYPE).header('etag', strongTag(cat.version))
+    return cat.json
   }
+  // A 304 has no body, not even the "null" a typed send would serialize; its ETag is sent again.
+  const notModifiedReply = (reply: FastifyReply, etag: string): FastifyReply => reply.code(304).header('etag', etag).send()
+  // If-Match of a write, which CATS_IF_MATCH=required makes mandatory.
+  const ifMatchRequired = CATS_IF_MATCH === 'required'
+  const writeCondition = (request: FastifyRequest): VersionCondition | undefined => {
+    const condition = ifMatchCondition(request.headers['if-match'])
+    if (condition === undefined && ifMatchRequired) throw new PreconditionRequired()
+    return condition
+  }
+  const conditionErrors = { 412: preconditionFailed, ...(ifMatchRequired ? { 428: preconditionRequired } : {}) }
 
   // heapUsed is under-pressure's once-a-second sample, so the check costs nothing per request.
   const canWrite = writesAllowed(getHeapStatistics().heap_size_limit, WRITE_HEAP_RATIO, () => fastify.memoryUsage().heapUsed)
@@ -98,7 +115,8 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
       ...security,
       querystring: ListCatsQuery,
       response: {
-        200: JsonText(StoredCatList),
+        200: { ...JsonText(StoredCatList), headers: { etag: { type: 'string', description: 'Weak: changes whenever any cat does' } } },
+        304: notModified('The list is unchanged since the ETag in If-None-Match'),
         400: badRequest('limit is not an integer from 1 to 1000, or after is not a cursor from a Link header', 'querystring.limit', 'must be <= 1000'),
         ...authErrors,
         503: listUnavailable
@@ -106,6 +124,10 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request, reply) => {
     const { limit, after } = request.query
+    // Read before the cats, so that a change while they are read makes the tag older, never newer, than the list.
+    const version = await fastify.catsStore.listVersion()
+    reply.header('etag', weakTag(version))
+    if (noneMatch(request.headers['if-none-match'], version)) return notModifiedReply(reply, weakTag(version))
     reply.type(JSON_CONTENT_TYPE)
     if (limit === undefined && after === undefined) {
       const list = await wholeLists.json(reply.raw)
@@ -133,9 +155,21 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'Read one cat (an empty 200 when no cat has this id)',
       ...security,
       params: CatIdParams,
-      response: { 200: catOrEmptyResponse('The cat, or an empty text/plain body when no cat has this id', JsonText(ref(StoredCat))), 400: badId, ...authErrors, 503: storeUnavailable }
+      headers: CatConditionHeaders,
+      response: {
+        200: catOrEmptyResponse('The cat, or an empty text/plain body when no cat has this id', JsonText(ref(StoredCat))),
+        304: notModified('The cat is unchanged since the ETag in If-None-Match'),
+        400: badId,
+        ...authErrors,
+        503: storeUnavailable
+      }
     }
-  }, (request, reply) => mapMaybePromise(fastify.catsStore.findJson(catId(request.params)), (json) => catOrEmpty(reply, json)))
+  }, (request, reply) => mapMaybePromise(fastify.catsStore.find(catId(request.params)), (cat) => {
+    if (cat !== undefined && noneMatch(request.headers['if-none-match'], cat.version)) {
+      return notModifiedReply(reply, strongTag(cat.version))
+    }
+    return catOrEmpty(reply, cat)
+  }))
 
   fastify.put('/:id', {
     ...authHook,
@@ -145,12 +179,14 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'Merge fields into a cat (an empty 200 when no cat has this id)',
       ...security,
       params: CatIdParams,
+      headers: CatConditionHeaders,
       body: UpdateCatBody,
       response: {
         200: catOrEmptyResponse('The whole cat after the merge, or an empty text/plain body when no cat has this id', JsonText(ref(StoredCat))),
         400: badRequest('The id or the body is invalid: not a JSON object, a reserved key such as __proto__, or nested too deep',
           'params.id', `must match pattern "${INTEGER_TEXT_PATTERN}"`),
         ...authErrors,
+        ...conditionErrors,
         413: catTooLarge,
         415: unsupportedMediaType,
         503: storeUnavailable,
@@ -158,11 +194,51 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
       }
     }
   }, (request, reply) => {
+    const condition = writeCondition(request)
     const problems = findMergeProblems(request.body)
     if (problems.length > 0) throw invalidRequest('body', problems)
     assertMemoryForWrites()
     // The merged cat's JSON as stored: serialized once, by the store.
-    return mapMaybePromise(fastify.catsStore.updateJson(catId(request.params), request.body), (json) => catOrEmpty(reply, json))
+    return mapMaybePromise(fastify.catsStore.update(catId(request.params), request.body, condition), (cat) => catOrEmpty(reply, cat))
+  })
+
+  // PATCH takes only merge patches: in a scope of its own, whose one body parser is for that media type, so any
+  // other gets 415 (and the other routes here never take it).
+  await fastify.register(async (plain) => {
+    const scope = plain.withTypeProvider<TypeBoxTypeProvider>()
+    scope.removeAllContentTypeParsers()
+    const { onProtoPoisoning, onConstructorPoisoning } = scope.initialConfig
+    scope.addContentTypeParser(MERGE_PATCH_CONTENT_TYPE, { parseAs: 'string' }, scope.getDefaultJsonParser(onProtoPoisoning ?? 'error', onConstructorPoisoning ?? 'error'))
+    scope.patch('/:id', {
+      ...authHook,
+      schema: {
+        tags: ['cats'],
+        operationId: 'patchCat',
+        summary: 'Apply a JSON merge patch to a cat (an empty 200 when no cat has this id)',
+        ...security,
+        consumes: [MERGE_PATCH_CONTENT_TYPE],
+        params: CatIdParams,
+        headers: CatConditionHeaders,
+        body: CatMergePatch,
+        response: {
+          200: catOrEmptyResponse('The whole cat after the patch, or an empty text/plain body when no cat has this id', JsonText(ref(StoredCat))),
+          400: badRequest('The id or the body is invalid: not a JSON object, null for name, age or breed, a reserved key such as __proto__, or nested too deep',
+            'body.name', 'must not be null: a cat keeps its name, age and breed'),
+          ...authErrors,
+          ...conditionErrors,
+          413: catTooLarge,
+          415: unsupportedMediaType,
+          503: storeUnavailable,
+          507: insufficientStorage
+        }
+      }
+    }, (request, reply) => {
+      const condition = writeCondition(request)
+      const problems = findPatchProblems(request.body)
+      if (problems.length > 0) throw invalidRequest('body', problems)
+      assertMemoryForWrites()
+      return mapMaybePromise(fastify.catsStore.patch(catId(request.params), request.body, condition), (cat) => catOrEmpty(reply, cat))
+    })
   })
 
   fastify.delete('/:id', {
@@ -173,14 +249,16 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'Delete the earliest created cat with this id',
       ...security,
       params: CatIdParams,
+      headers: CatConditionHeaders,
       response: {
-        200: ref(DeleteReply, { description: 'Deleted, or there was no cat with this id' }),
+        200: ref(DeleteReply, { description: 'Deleted, or there was no cat with this id (and no If-Match)' }),
         400: badId,
         ...authErrors,
+        ...conditionErrors,
         503: storeUnavailable
       }
     }
-  }, (request) => mapMaybePromise(fastify.catsStore.remove(catId(request.params)), () => ({ deleted: true as const })))
+  }, (request) => mapMaybePromise(fastify.catsStore.remove(catId(request.params), writeCondition(request)), () => ({ deleted: true as const })))
 }
 
 export default cats

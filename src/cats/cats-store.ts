@@ -73,14 +73,32 @@ export interface CatsPage {
   more: boolean
 }
 
+/** A cat as stored: its JSON text and its version. Every write gives the cat a version no cat has had before. */
+export interface VersionedCat {
+  readonly json: string
+  readonly version: string
+}
+
+/**
+ * The versions a conditional write accepts (If-Match): '*' for any cat with the id, else one of those listed.
+ * When it fails, or no cat has the id, the write throws PreconditionFailed and changes nothing.
+ */
+export type VersionCondition = '*' | readonly string[]
+
+/** Whether a cat of this version meets the condition. */
+export const meetsCondition = (condition: VersionCondition, version: string): boolean =>
+  condition === '*' || condition.includes(version)
+
 /**
  * The contract the routes use, whatever keeps the cats (memory, PostgreSQL, PGlite).
  * Semantics: a new cat's id is the number of stored cats
- * plus one; find, update and remove act on the earliest created cat with an id;
- * list is in creation order; update shallow-merges every field but `id`.
+ * plus one; find, update, patch and remove act on the earliest created cat with an id;
+ * pages are in creation order; update shallow-merges every field but `id`.
  */
 export interface CatsStore {
   count: () => MaybePromise<number>
+  /** Changes whenever any cat is created, written or removed: the list's weak ETag. */
+  listVersion: () => MaybePromise<string>
   /**
    * Up to `limit` cats created after the cat at `after` (0: from the first), in creation order, as the
    * JSON text stored. Positions only grow, so paging by the last position neither skips nor repeats a cat.
@@ -88,8 +106,8 @@ export interface CatsStore {
    * many UTF-8 bytes, but holds at least one cat when any follows.
    */
   page: (after: number, limit: number, maxBytes?: number) => MaybePromise<CatsPage>
-  /** The earliest created cat with this id as JSON text, as stored; undefined when none has it. */
-  findJson: (id: number) => MaybePromise<string | undefined>
+  /** The earliest created cat with this id; undefined when none has it. */
+  find: (id: number) => MaybePromise<VersionedCat | undefined>
   /** The new cat as JSON text, as stored; throws CollectionFull when the store holds `maxCats` already. */
   createJson: (fields: CreateCatBody) => MaybePromise<string>
   /**
@@ -101,9 +119,12 @@ export interface CatsStore {
    */
   createOnce: (fields: CreateCatBody, request: IdempotentRequest) => MaybePromise<IdempotentCreateResult>
   /**
-   * The merged cat as JSON text, as stored; undefined when no cat has this id. Throws CatTooLarge when the merged
-   * cat would exceed `maxCatBytes`.
+   * PUT: the cat with `fields` shallow-merged in; undefined when no cat has this id and there is no condition.
+   * Throws CatTooLarge when the merged cat would exceed `maxCatBytes`, PreconditionFailed as VersionCondition says.
    */
-  updateJson: (id: number, fields: UpdateCatBody) => MaybePromise<string | undefined>
-  remove: (id: number) => MaybePromise<void>
+  update: (id: number, fields: UpdateCatBody, condition?: VersionCondition) => MaybePromise<VersionedCat | undefined>
+  /** PATCH: as update, with `patch` applied as an RFC 7396 merge patch (see merge-patch.ts). */
+  patch: (id: number, patch: UpdateCatBody, condition?: VersionCondition) => MaybePromise<VersionedCat | undefined>
+  /** Removes the earliest created cat with this id, if any; throws PreconditionFailed as VersionCondition says. */
+  remove: (id: number, condition?: VersionCondition) => MaybePromise<void>
 }

@@ -1,18 +1,20 @@
+import { randomBytes } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import type { CreateCatBody, StoredCat, UpdateCatBody } from './schemas.js'
 import {
-  IDEMPOTENCY_KEY_TTL_MS, NO_LIMITS, idempotencyKeyBytes, type CatsPage, type CatsStore, type IdempotentCreateResult, type IdempotentRequest,
-  type StoreLimits
+  IDEMPOTENCY_KEY_TTL_MS, NO_LIMITS, idempotencyKeyBytes, meetsCondition, type CatsPage, type CatsStore, type IdempotentCreateResult,
+  type IdempotentRequest, type StoreLimits, type VersionCondition, type VersionedCat
 } from './cats-store.js'
 import { IdQueue, nextCatId } from './id-assignment.js'
 import { assignFields, mergeWithinLimit } from './merge-rules.js'
-import { CollectionFull, IdempotencyKeyReused } from '../errors.js'
+import { patchWithinLimit } from './merge-patch.js'
+import { CollectionFull, IdempotencyKeyReused, PreconditionFailed } from '../errors.js'
 
-/** A stored cat with its JSON text (reads send that text without serializing again) and its place in creation order. */
+/** A stored cat, its JSON text and version (reads send that text without serializing again), and its place in creation order. */
 interface Entry {
   readonly position: number
-  readonly cat: StoredCat
-  json: string
+  cat: StoredCat
+  stored: VersionedCat
   removed: boolean
 }
 
@@ -57,6 +59,12 @@ export class MemoryCatsStore implements CatsStore {
   readonly #owners = new Map<string, KeyOwner>()
   readonly #limits: StoreLimits
   readonly #now: () => number
+  /**
+   * Versions are this store's own random prefix and the number of its changes so far, so no version repeats, not
+   * even after a restart begins with an empty store.
+   */
+  readonly #epoch = randomBytes(6).toString('base64url')
+  #changes = 0
 
   /** `now` is the clock idempotency keys expire by (milliseconds). */
   constructor (limits: StoreLimits = NO_LIMITS, now: () => number = Date.now) {
@@ -88,6 +96,14 @@ export class MemoryCatsStore implements CatsStore {
     return this.size
   }
 
+  listVersion (): string {
+    return `${this.#epoch}.${this.#changes}`
+  }
+
+  #nextVersion (): string {
+    return `${this.#epoch}.${++this.#changes}`
+  }
+
   page (after: number, limit: number, maxBytes = Number.POSITIVE_INFINITY): CatsPage {
     const order = this.#inCreationOrder
     const texts: string[] = []
@@ -98,27 +114,27 @@ export class MemoryCatsStore implements CatsStore {
     for (; index < order.length && texts.length < limit; index++) {
       const entry = order[index]
       if (entry.removed) continue
-      bytes += Buffer.byteLength(entry.json) + 1
+      bytes += Buffer.byteLength(entry.stored.json) + 1
       if (bytes > maxBytes && texts.length > 0) break
-      texts.push(entry.json)
+      texts.push(entry.stored.json)
       last = entry.position
     }
     while (index < order.length && order[index].removed) index++
     return { items: texts.join(','), last, more: index < order.length }
   }
 
-  findJson (id: number): string | undefined {
-    return this.#byId.get(id)?.first?.json
+  find (id: number): VersionedCat | undefined {
+    return this.#byId.get(id)?.first?.stored
   }
 
   createJson (fields: CreateCatBody): string {
-    return this.#add(fields).json
+    return this.#add(fields).stored.json
   }
 
   #add (fields: CreateCatBody): Entry {
     if (this.size >= this.#limits.maxCats) throw new CollectionFull(this.#limits.maxCats)
     const cat: StoredCat = { id: nextCatId(this.size), name: fields.name, age: fields.age, breed: fields.breed }
-    const entry: Entry = { position: ++this.#lastPosition, cat, json: JSON.stringify(cat), removed: false }
+    const entry: Entry = { position: ++this.#lastPosition, cat, stored: { json: JSON.stringify(cat), version: this.#nextVersion() }, removed: false }
     this.#inCreationOrder.push(entry)
     let queue = this.#byId.get(cat.id)
     if (queue === undefined) {
@@ -139,39 +155,55 @@ export class MemoryCatsStore implements CatsStore {
       if (kept.fingerprint !== request.fingerprint) throw new IdempotencyKeyReused()
       return { replayed: true, json: kept.json }
     }
-    const { json } = this.#add(fields)
+    const { json } = this.#add(fields).stored
     this.#keep(id, request, json, now)
     return { replayed: false, json }
   }
 
   /** Shallow-merges the fields into the cat; `id` never changes. */
-  updateJson (id: number, fields: UpdateCatBody): string | undefined {
-    return this.#merge(id, fields)?.json
+  update (id: number, fields: UpdateCatBody, condition?: VersionCondition): VersionedCat | undefined {
+    const entry = this.#earliest(id, condition)
+    if (entry === undefined) return undefined
+    const { json } = mergeWithinLimit(entry.cat, fields, this.#limits.maxCatBytes)
+    // In place: the list order and the id index refer to this object.
+    assignFields(entry.cat, fields)
+    return this.#rewritten(entry, json)
+  }
+
+  patch (id: number, patch: UpdateCatBody, condition?: VersionCondition): VersionedCat | undefined {
+    const entry = this.#earliest(id, condition)
+    if (entry === undefined) return undefined
+    const { merged, json } = patchWithinLimit(entry.cat, patch, this.#limits.maxCatBytes)
+    entry.cat = merged
+    return this.#rewritten(entry, json)
   }
 
   /** Removes the earliest created cat with this id, if any. */
-  remove (id: number): void {
-    const queue = this.#byId.get(id)
-    const entry = queue?.first
-    if (queue === undefined || entry === undefined) return
+  remove (id: number, condition?: VersionCondition): void {
+    const entry = this.#earliest(id, condition)
+    if (entry === undefined) return
+    const queue = this.#byId.get(id) as IdQueue<Entry>
     queue.shift()
     if (queue.size === 0) this.#byId.delete(id)
     entry.removed = true
     this.#removedInOrder++
+    this.#changes++
     if (this.#removedInOrder * 2 > this.#inCreationOrder.length) {
       this.#inCreationOrder = this.#inCreationOrder.filter((kept) => !kept.removed)
       this.#removedInOrder = 0
     }
   }
 
-  #merge (id: number, fields: UpdateCatBody): Entry | undefined {
+  /** The earliest created cat with this id, when it meets the condition; throws PreconditionFailed when it does not. */
+  #earliest (id: number, condition: VersionCondition | undefined): Entry | undefined {
     const entry = this.#byId.get(id)?.first
-    if (entry === undefined) return undefined
-    const { json } = mergeWithinLimit(entry.cat, fields, this.#limits.maxCatBytes)
-    // In place: the list order and the id index refer to this object.
-    assignFields(entry.cat, fields)
-    entry.json = json
+    if (condition !== undefined && (entry === undefined || !meetsCondition(condition, entry.stored.version))) throw new PreconditionFailed()
     return entry
+  }
+
+  #rewritten (entry: Entry, json: string): VersionedCat {
+    entry.stored = { json, version: this.#nextVersion() }
+    return entry.stored
   }
 
   /**

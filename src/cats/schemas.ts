@@ -60,6 +60,24 @@ export const UpdateCatBody = Type.Record(Type.String(), Type.Unknown(), {
 })
 export type UpdateCatBody = Static<typeof UpdateCatBody>
 
+/** The media type of PATCH /cats/:id bodies (RFC 7396). */
+export const MERGE_PATCH_CONTENT_TYPE = 'application/merge-patch+json'
+
+/** PATCH /cats/:id body: any JSON object, applied as a merge patch. */
+export const CatMergePatch = Type.Record(Type.String(), Type.Unknown(), {
+  description: 'A JSON merge patch (RFC 7396): `null` removes a field, an object merges into the field recursively, any other value replaces it. ' +
+    '`name`, `age` and `breed` cannot be removed; `id` is ignored.',
+  examples: [{ age: 4, toy: null, owner: { city: 'Oslo' } }]
+})
+
+/** Conditional requests on one cat: the ETag of a GET, PUT or PATCH answer. */
+export const CatConditionHeaders = Type.Object({
+  'if-match': Type.Optional(Type.String({
+    description: 'Write only if the cat still has one of these ETags (`*`: any cat with the id); else 412 and nothing changes'
+  })),
+  'if-none-match': Type.Optional(Type.String({ description: 'On GET: 304 without a body when one of these ETags is current' }))
+})
+
 export const CatIdParams = Type.Object({
   id: IntegerText('The cat id: an integer in decimal digits')
 })
@@ -105,8 +123,12 @@ export const TEXT_CONTENT_TYPE = 'text/plain; charset=utf-8'
  */
 export const catOrEmptyResponse = <T extends TSchema>(description: string, cat: T) => ({
   description,
+  headers: { etag: { type: 'string', description: 'The cat\'s version, for If-None-Match and If-Match (none with the empty body)' } },
   content: {
     'application/json': { schema: cat },
     'text/plain': { schema: Type.String({ maxLength: 0, description: 'Empty: no cat has this id' }) }
   }
 })
+
+/** A 304: what the client holds is current; the ETag is sent again, the body is not. */
+export const notModified = (description: string) => Type.Null({ description, headers: { etag: { type: 'string' } } })

@@ -1,13 +1,14 @@
 import type DataLoader from 'dataloader'
 import type { CreateCatBody, StoredCat, UpdateCatBody } from './schemas.js'
 import {
-  IDEMPOTENCY_KEY_TTL_MS, NO_LIMITS, idempotencyKeyBytes, type CatsPage, type CatsStore, type IdempotentCreateResult, type IdempotentRequest,
-  type StoreLimits
+  IDEMPOTENCY_KEY_TTL_MS, NO_LIMITS, idempotencyKeyBytes, meetsCondition, type CatsPage, type CatsStore, type IdempotentCreateResult,
+  type IdempotentRequest, type StoreLimits, type VersionCondition, type VersionedCat
 } from './cats-store.js'
 import { mergedEntries } from './merge-rules.js'
+import { patchWithinLimit } from './merge-patch.js'
 import { batchedStatements } from '../db/batched-statements.js'
-import { CatTooLarge, CollectionFull, IdempotencyKeyInUse, IdempotencyKeyReused, StoreUnavailable } from '../errors.js'
-import type { NamedStatement, SqlClient, SqlExecutor } from '../db/sql-client.js'
+import { CatTooLarge, CollectionFull, IdempotencyKeyInUse, IdempotencyKeyReused, PreconditionFailed, StoreUnavailable } from '../errors.js'
+import type { NamedStatement, SqlClient, SqlExecutor, SqlTransaction } from '../db/sql-client.js'
 import { reported, type Availability } from '../dependency-status.js'
 
 interface DataRow extends Record<string, unknown> {
@@ -67,15 +68,25 @@ WITH gone AS (
 )
 UPDATE cats_count SET count = count - (SELECT count(*) FROM gone)`
 
-/** The JSON texts of the earliest created cats with the ids in the array $1: GET /cats/:id, many requests at once. */
-const FIND_JSON_MANY: NamedStatement = {
-  name: 'cats_find_json_many',
-  text: 'SELECT DISTINCT ON (id) id::text, data::text AS json FROM cats WHERE id = ANY($1::bigint[]) ORDER BY id, seq'
+/** The earliest created cats with the ids in the array $1: GET /cats/:id, many requests at once. */
+const FIND_MANY: NamedStatement = {
+  name: 'cats_find_many',
+  text: 'SELECT DISTINCT ON (id) id::text, data::text AS json, version::text FROM cats WHERE id = ANY($1::bigint[]) ORDER BY id, seq'
 }
 
 interface FoundRow extends Record<string, unknown> {
   id: string
   json: string
+  version: string
+}
+
+/** A conditional write's first step: the earliest created cat with the id $1, locked until the transaction ends. */
+const LOCK_EARLIEST = `SELECT seq::text, data::text AS json, version::text ${EARLIEST_WITH_ID} FOR UPDATE`
+
+interface LockedRow extends Record<string, unknown> {
+  seq: string
+  json: string
+  version: string
 }
 
 /** Reads: at most 500 in one statement, as many statements at once as the pool has connections. */
@@ -102,7 +113,8 @@ const CREATE_BATCHES = { maxBatchSize: 100, maxInFlight: 1, maxWaitMs: 100 }
  */
 const MERGE_MANY: NamedStatement = {
   name: 'cats_merge_many',
-  text: 'SELECT has_cat, data::text AS json FROM cats_merge_many($1, $2, $3, $4, $5) WITH ORDINALITY AS merged(has_cat, data, place) ORDER BY place'
+  text: 'SELECT has_cat, data::text AS json, version::text FROM cats_merge_many($1, $2, $3, $4, $5) WITH ORDINALITY AS merged(has_cat, data, version, place) ' +
+    'ORDER BY place'
 }
 
 /** A PUT as the database takes it: the fields as JSON texts, so that it splices them into the stored text without decoding them. */
@@ -116,10 +128,11 @@ interface Merge {
 interface MergedRow extends Record<string, unknown> {
   has_cat: boolean | null
   json: string | null
+  version: string | null
 }
 
-/** A merge's outcome: the merged cat's JSON, no cat with the id (undefined), or over the size limit. */
-type MergeOutcome = string | undefined | typeof TOO_LARGE
+/** A merge's outcome: the merged cat, no cat with the id (undefined), or over the size limit. */
+type MergeOutcome = VersionedCat | undefined | typeof TOO_LARGE
 const TOO_LARGE = Symbol('too large')
 
 /**
@@ -137,7 +150,7 @@ export class SqlCatsStore implements CatsStore {
   readonly #availability: Availability
   readonly #now: () => number
   /** GET /cats/:id: the reads of one turn of the event loop in one statement. */
-  readonly #reads: DataLoader<number, string | undefined>
+  readonly #reads: DataLoader<number, VersionedCat | undefined>
   /**
    * PUT /cats/:id: the merges of one turn (or of the wait for a running statement) in one statement, committed
    * together. They are sent ordered by id (those into one cat in the order they arrived), so concurrent statements
@@ -160,22 +173,22 @@ export class SqlCatsStore implements CatsStore {
     this.#availability = availability
     this.#now = now
     this.#reads = batchedStatements(async (ids) => {
-      const rows = await this.#client.query<FoundRow>(FIND_JSON_MANY, [ids])
-      const found = new Map(rows.map((row) => [row.id, row.json]))
+      const rows = await this.#client.query<FoundRow>(FIND_MANY, [ids])
+      const found = new Map(rows.map(({ id, json, version }) => [id, { json, version }]))
       return ids.map((id) => found.get(String(id)))
     }, READ_BATCHES)
     this.#merges = batchedStatements(async (merges) => {
       const order = merges.map((merge, index) => ({ merge, index })).sort((a, b) => a.merge.id - b.merge.id || a.index - b.index)
       const sorted = order.map(({ merge }) => merge)
-      const maxBytes = Math.min(this.#limits.maxCatBytes, Number.MAX_SAFE_INTEGER)
+      const maxBytes = bound(this.#limits.maxCatBytes)
       const rows = await this.#client.query<MergedRow>(MERGE_MANY, [
         sorted.map((merge) => merge.id), sorted.map((merge) => merge.keys.length), sorted.flatMap((merge) => merge.keys),
         sorted.flatMap((merge) => merge.values), maxBytes
       ])
       const outcomes: MergeOutcome[] = new Array(merges.length)
       order.forEach(({ index }, place) => {
-        const { has_cat: hasCat, json } = rows[place]
-        outcomes[index] = hasCat === null ? undefined : json ?? TOO_LARGE
+        const { has_cat: hasCat, json, version } = rows[place]
+        outcomes[index] = hasCat === null ? undefined : json === null || version === null ? TOO_LARGE : { json, version }
       })
       return outcomes
     }, MERGE_BATCHES)
@@ -190,6 +203,13 @@ export class SqlCatsStore implements CatsStore {
     })
   }
 
+  async listVersion (): Promise<string> {
+    return this.#reported(async () => {
+      const [row] = await this.#client.query<{ changes: string }>('SELECT changes::text FROM cats_count')
+      return row.changes
+    })
+  }
+
   async page (after: number, limit: number, maxBytes?: number): Promise<CatsPage> {
     return this.#reported(async () => {
       // data::text is the JSON exactly as written, so no parse and re-serialize; seq > $1 walks the primary key.
@@ -198,7 +218,7 @@ export class SqlCatsStore implements CatsStore {
     })
   }
 
-  async findJson (id: number): Promise<string | undefined> {
+  async find (id: number): Promise<VersionedCat | undefined> {
     return this.#reported(() => this.#reads.load(id))
   }
 
@@ -243,18 +263,59 @@ export class SqlCatsStore implements CatsStore {
     return cats.map((_, index) => created.get(index + 1))
   }
 
-  /** The merged cat as the database wrote it: the text JSON.stringify writes for the merge, passed on unparsed. */
-  async updateJson (id: number, fields: UpdateCatBody): Promise<string | undefined> {
+  /**
+   * The merged cat as the database wrote it: the text JSON.stringify writes for the merge, passed on unparsed.
+   * Without a condition, in the batched merge of its turn; with one, in a transaction that checks the version
+   * under the cat's row lock, so of two writes with the same If-Match only the first to lock succeeds.
+   */
+  async update (id: number, fields: UpdateCatBody, condition?: VersionCondition): Promise<VersionedCat | undefined> {
     const entries = mergedEntries(fields)
     const keys = entries.map(([key]) => JSON.stringify(key))
     const values = entries.map(([, value]) => JSON.stringify(value))
-    const outcome = await this.#reported(() => this.#merges.load({ id, keys, values }))
+    const maxBytes = bound(this.#limits.maxCatBytes)
+    const outcome = condition === undefined
+      ? await this.#reported(() => this.#merges.load({ id, keys, values }))
+      : await this.#conditional(id, condition, async (tx) => {
+        const [row] = await tx.query<{ json: string | null, version: string | null }>(
+          'SELECT data::text AS json, version::text FROM cats_merge($1, $2, $3, $4)', [id, keys, values, maxBytes])
+        return row.json === null || row.version === null ? TOO_LARGE : { json: row.json, version: row.version }
+      })
     if (outcome === TOO_LARGE) throw new CatTooLarge(this.#limits.maxCatBytes)
     return outcome
   }
 
-  async remove (id: number): Promise<void> {
-    await this.#reported(() => this.#client.query(REMOVE, [id]))
+  /** The patch is applied here to the stored text, under the cat's row lock, and the result written back. */
+  async patch (id: number, patch: UpdateCatBody, condition?: VersionCondition): Promise<VersionedCat | undefined> {
+    return this.#conditional(id, condition, async (tx, locked) => {
+      const { json } = patchWithinLimit(JSON.parse(locked.json), patch, this.#limits.maxCatBytes)
+      const [{ version }] = await tx.query<{ version: string }>('UPDATE cats SET data = $2::json WHERE seq = $1 RETURNING version::text', [locked.seq, json])
+      return { json, version }
+    })
+  }
+
+  async remove (id: number, condition?: VersionCondition): Promise<void> {
+    if (condition === undefined) {
+      await this.#reported(() => this.#client.query(REMOVE, [id]))
+      return
+    }
+    await this.#conditional(id, condition, async (tx, locked) => {
+      await tx.query('DELETE FROM cats WHERE seq = $1', [locked.seq])
+      await tx.query('UPDATE cats_count SET count = count - 1')
+    })
+  }
+
+  /**
+   * Runs `write` in a transaction holding the row lock of the earliest created cat with the id, when that cat meets
+   * the condition; throws PreconditionFailed when it does not or (with a condition) when no cat has the id.
+   * Without a condition and without a cat, undefined.
+   */
+  async #conditional<T> (id: number, condition: VersionCondition | undefined,
+    write: (tx: SqlTransaction, locked: LockedRow) => Promise<T>): Promise<T | undefined> {
+    return this.#reported(() => this.#client.transaction(async (tx) => {
+      const [locked] = await tx.query<LockedRow>(LOCK_EARLIEST, [id])
+      if (condition !== undefined && (locked === undefined || !meetsCondition(condition, locked.version))) throw new PreconditionFailed()
+      return locked === undefined ? undefined : await write(tx, locked)
+    }))
   }
 
   /** Runs a statement; a database failure becomes StoreUnavailable (see `reported`). */

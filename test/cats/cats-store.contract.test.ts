@@ -35,8 +35,8 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
     const store = await openStore(t)
     t.equal(await store.count(), 0)
     t.strictSame(await store.list(), [])
-    t.equal(await store.find(1), undefined)
-    t.equal(await store.update(1, { name: 'X' }), undefined)
+    t.equal(await store.findCat(1), undefined)
+    t.equal(await store.updateCat(1, { name: 'X' }), undefined)
     await store.remove(1)
     t.equal(await store.count(), 0)
     t.strictSame(await store.list(), [])
@@ -46,8 +46,8 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
     const store = await openStore(t)
     const input = { ...cat('Tom'), id: 99, color: 'black' }
     t.strictSame(copy(await store.create(input)), { id: 1, name: 'Tom', age: 3, breed: 'Siamese' })
-    t.strictSame(copy(await store.find(1)), { id: 1, name: 'Tom', age: 3, breed: 'Siamese' })
-    t.equal(await store.find(99), undefined)
+    t.strictSame(copy(await store.findCat(1)), { id: 1, name: 'Tom', age: 3, breed: 'Siamese' })
+    t.equal(await store.findCat(99), undefined)
   })
 
   t.test('createJson creates alike and answers the new cat as the JSON text stored', async (t) => {
@@ -56,7 +56,7 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
     const input = { ...cat('Kit'), id: 99, color: 'black' }
     const json = await store.createJson(input)
     t.equal(json, '{"id":2,"name":"Kit","age":3,"breed":"Siamese"}')
-    t.equal(await store.findJson(2), json, 'the same text a read answers')
+    t.equal((await store.find(2))?.json, json, 'the same text a read answers')
     t.equal(await store.count(), 2)
   })
 
@@ -80,8 +80,8 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
     await store.create(cat('C'))
     await store.remove(1)
     t.equal((await store.create(cat('D'))).id, 3)
-    t.equal((await store.find(3))?.name, 'C', 'find: the earliest created')
-    t.strictSame(copy(await store.update(3, { color: 'black' })), { id: 3, name: 'C', age: 3, breed: 'Siamese', color: 'black' })
+    t.equal((await store.findCat(3))?.name, 'C', 'find: the earliest created')
+    t.strictSame(copy(await store.updateCat(3, { color: 'black' })), { id: 3, name: 'C', age: 3, breed: 'Siamese', color: 'black' })
     t.strictSame(copy(await store.list()), [
       { id: 2, name: 'B', age: 3, breed: 'Siamese' },
       { id: 3, name: 'C', age: 3, breed: 'Siamese', color: 'black' },
@@ -89,10 +89,10 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
     ], 'update: only the earliest created changed')
     await store.remove(3)
     t.strictSame(await namesOf(store), ['B', 'D'], 'remove: the earliest created, and only it')
-    t.strictSame(copy(await store.find(3)), { id: 3, name: 'D', age: 3, breed: 'Siamese' }, 'the next one with the id is found now')
+    t.strictSame(copy(await store.findCat(3)), { id: 3, name: 'D', age: 3, breed: 'Siamese' }, 'the next one with the id is found now')
     await store.remove(3)
     t.strictSame(await namesOf(store), ['B'])
-    t.equal(await store.find(3), undefined)
+    t.equal(await store.findCat(3), undefined)
     t.equal(await store.count(), 1)
   })
 
@@ -111,10 +111,10 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
   t.test('list keeps creation order through updates and deletes', async (t) => {
     const store = await openStore(t)
     for (const name of ['A', 'B', 'C', 'D', 'E']) await store.create(cat(name))
-    await store.update(1, { name: 'A2' })
-    await store.update(5, { extra: true })
+    await store.updateCat(1, { name: 'A2' })
+    await store.updateCat(5, { extra: true })
     await store.remove(3)
-    await store.update(2, { name: 'B2' })
+    await store.updateCat(2, { name: 'B2' })
     await store.create(cat('F'))
     await store.remove(1)
     await store.create(cat('G'))
@@ -132,13 +132,13 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
     await store.create(cat('Tom'))
     await store.create(cat('Kit'))
     const expected = { id: 1, name: 'Tommy', age: 3, breed: 'Siamese', color: 'black', age2: null }
-    t.strictSame(copy(await store.update(1, { id: 99, name: 'Tommy', color: 'black', age2: null })), expected)
-    t.strictSame(copy(await store.find(1)), expected, 'the id in the body is ignored')
-    t.equal(await store.find(99), undefined)
+    t.strictSame(copy(await store.updateCat(1, { id: 99, name: 'Tommy', color: 'black', age2: null })), expected)
+    t.strictSame(copy(await store.findCat(1)), expected, 'the id in the body is ignored')
+    t.equal(await store.findCat(99), undefined)
     const replaced = { ...expected, age: 'four', breed: { kind: 'mixed' }, color: ['black', 'white'] }
-    t.strictSame(copy(await store.update(1, { age: 'four', breed: { kind: 'mixed' }, color: ['black', 'white'] })), replaced,
+    t.strictSame(copy(await store.updateCat(1, { age: 'four', breed: { kind: 'mixed' }, color: ['black', 'white'] })), replaced,
       'declared fields take any value, without type checks')
-    t.strictSame(copy(await store.update(1, {})), replaced, 'an empty merge returns the record unchanged')
+    t.strictSame(copy(await store.updateCat(1, {})), replaced, 'an empty merge returns the record unchanged')
     t.strictSame(copy(await store.list()), [replaced, { id: 2, name: 'Kit', age: 3, breed: 'Siamese' }])
     t.equal(await store.count(), 2)
   })
@@ -165,21 +165,21 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
     const expected: StoredCat = { id: 1, name: '猫 🐈 e\u0301', age: 3, breed: 'Siamese' }
     Object.assign(expected, fields)
     const text = JSON.stringify(expected)
-    t.equal(JSON.stringify(await store.update(1, fields)), text, 'update returns it')
-    t.equal(JSON.stringify(await store.find(1)), text, 'find returns it')
+    t.equal(JSON.stringify(await store.updateCat(1, fields)), text, 'update returns it')
+    t.equal(JSON.stringify(await store.findCat(1)), text, 'find returns it')
     t.equal(JSON.stringify(await store.list()), `[${text}]`, 'list returns it')
-    t.strictSame(copy(await store.find(1)), expected)
+    t.strictSame(copy(await store.findCat(1)), expected)
 
     const again = { name: 'Tom', nested: [3, 2, 1], added: 'last' }
     Object.assign(expected, again)
-    t.equal(JSON.stringify(await store.update(1, again)), JSON.stringify(expected), 'replaced keys keep their place')
-    t.equal(JSON.stringify(await store.find(1)), JSON.stringify(expected))
+    t.equal(JSON.stringify(await store.updateCat(1, again)), JSON.stringify(expected), 'replaced keys keep their place')
+    t.equal(JSON.stringify(await store.findCat(1)), JSON.stringify(expected))
 
     const last = { age: 5, toy: 'ball' }
     Object.assign(expected, last)
-    t.equal(await store.updateJson(1, last), JSON.stringify(expected), 'updateJson answers the same JSON text')
-    t.equal(await store.findJson(1), JSON.stringify(expected), 'as stored')
-    t.equal(await store.updateJson(99, last), undefined, 'no cat has the id')
+    t.equal((await store.update(1, last))?.json, JSON.stringify(expected), 'updateJson answers the same JSON text')
+    t.equal((await store.find(1))?.json, JSON.stringify(expected), 'as stored')
+    t.equal((await store.update(99, last))?.json, undefined, 'no cat has the id')
   })
 
   t.test('keys such as __proto__ and constructor are stored as plain data', async (t) => {
@@ -187,8 +187,8 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
     await store.create(cat('Tom'))
     const fields: UpdateCatBody = JSON.parse('{"__proto__": {"polluted": true}, "constructor": {"prototype": 1}}')
     const text = '{"id":1,"name":"Tom","age":3,"breed":"Siamese","__proto__":{"polluted":true},"constructor":{"prototype":1}}'
-    t.equal(JSON.stringify(await store.update(1, fields)), text)
-    const found = await store.find(1)
+    t.equal(JSON.stringify(await store.updateCat(1, fields)), text)
+    const found = await store.findCat(1)
     t.equal(JSON.stringify(found), text)
     t.equal(Object.getPrototypeOf(found), Object.prototype)
     t.equal(Reflect.get({}, 'polluted'), undefined, 'Object.prototype is untouched')
@@ -202,7 +202,7 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
     t.strictSame(JSON.parse(`[${first.items}]`).map((stored: StoredCat) => stored.name), ['A', 'B'])
     t.equal(first.more, true)
     await store.remove(3)
-    await store.update(4, { toy: 'ball' })
+    await store.updateCat(4, { toy: 'ball' })
     const second = await store.page(first.last, 2)
     t.equal(second.items, '{"id":4,"name":"D","age":3,"breed":"Siamese","toy":"ball"},{"id":5,"name":"E","age":3,"breed":"Siamese"}', 'the removed C is skipped; texts as stored')
     t.equal(second.more, false, 'nothing follows the last cat')
@@ -246,7 +246,7 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
     const request: IdempotentRequest = { scope: '', key: 'k-1', fingerprint: 'f', client: 'c' }
     const first = await store.createOnce(cat('Tom'), request)
     t.strictSame(first, { replayed: false, json: '{"id":1,"name":"Tom","age":3,"breed":"Siamese"}' }, 'the new cat as the JSON text stored')
-    await store.update(1, { toy: 'ball' })
+    await store.updateCat(1, { toy: 'ball' })
     const again = await store.createOnce(cat('Tom'), request)
     t.strictSame(again, { replayed: true, json: '{"id":1,"name":"Tom","age":3,"breed":"Siamese"}' }, 'the answer as first sent, not the cat as it is now')
     t.equal(await store.count(), 1)
@@ -317,12 +317,12 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
     // Two-byte characters: the limit counts bytes, not characters.
     const fitting = { note: 'é'.repeat(Math.floor(room / 2)) + 'x'.repeat(room % 2) }
     t.equal(Buffer.byteLength(JSON.stringify({ ...created, ...fitting })), maxCatBytes, 'the test merge is exactly at the limit')
-    t.strictSame(copy(await store.update(1, fitting)), { ...created, ...fitting }, 'exactly at the limit is allowed')
+    t.strictSame(copy(await store.updateCat(1, fitting)), { ...created, ...fitting }, 'exactly at the limit is allowed')
     const tooLarge = { note: `${fitting.note}x` }
-    await t.rejects(async () => await store.update(1, tooLarge), { code: 'CATS_ERR_CAT_TOO_LARGE', message: /larger than 120 bytes/ })
-    await t.rejects(async () => await store.update(1, { other: 'x'.repeat(500) }), { code: 'CATS_ERR_CAT_TOO_LARGE', message: /larger than/ })
-    t.strictSame(copy(await store.find(1)), { ...created, ...fitting }, 'unchanged')
-    t.strictSame(copy(await store.update(1, { note: 'short' })), { ...created, note: 'short' }, 'a merge that shrinks it works')
+    await t.rejects(async () => await store.updateCat(1, tooLarge), { code: 'CATS_ERR_CAT_TOO_LARGE', message: /larger than 120 bytes/ })
+    await t.rejects(async () => await store.updateCat(1, { other: 'x'.repeat(500) }), { code: 'CATS_ERR_CAT_TOO_LARGE', message: /larger than/ })
+    t.strictSame(copy(await store.findCat(1)), { ...created, ...fitting }, 'unchanged')
+    t.strictSame(copy(await store.updateCat(1, { note: 'short' })), { ...created, note: 'short' }, 'a merge that shrinks it works')
   })
 
   t.test('50 concurrent creates get ids exactly 1..50, in creation order', async (t) => {
@@ -339,11 +339,11 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
     await store.create(cat('Tom'))
     await store.create(cat('Kit'))
     const keys = Array.from({ length: 20 }, (_, index) => `key${index}`)
-    await Promise.all(keys.map(async (key, index) => store.update(1, { [key]: index })))
-    const found = await store.find(1)
+    await Promise.all(keys.map(async (key, index) => store.updateCat(1, { [key]: index })))
+    const found = await store.findCat(1)
     t.strictSame(keys.map((key) => found?.[key]), keys.map((_, index) => index))
     t.equal(found?.name, 'Tom')
-    t.strictSame(copy(await store.find(2)), { id: 2, name: 'Kit', age: 3, breed: 'Siamese' }, 'the other cat is untouched')
+    t.strictSame(copy(await store.findCat(2)), { id: 2, name: 'Kit', age: 3, breed: 'Siamese' }, 'the other cat is untouched')
   })
 
   t.test('concurrent creates, updates and removes keep the count and the ids consistent', async (t) => {
@@ -351,7 +351,7 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
     for (let n = 1; n <= 10; n++) await store.create(cat(`cat${n}`))
     await Promise.all([
       ...[1, 2, 3].map(async (id) => store.remove(id)),
-      ...[4, 5, 6].map(async (id) => store.update(id, { touched: true }))
+      ...[4, 5, 6].map(async (id) => store.updateCat(id, { touched: true }))
     ])
     t.equal(await store.count(), 7)
     t.equal((await store.create(cat('new'))).id, 8)

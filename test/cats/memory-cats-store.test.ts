@@ -28,8 +28,8 @@ t.test('create copies only name, age and breed from its input', async (t) => {
   t.strictSame(JSON.parse(json), { id: 1, ...tom })
   input.name = 'changed later'
   input.age = 99
-  t.equal(await cats.findJson(1), TOM_JSON, 'the input object is not stored: mutating it later does not change the record')
-  t.equal((await cats.find(1))?.name, 'Tom', 'mutating the input does not change the record')
+  t.equal((await cats.find(1))?.json, TOM_JSON, 'the input object is not stored: mutating it later does not change the record')
+  t.equal((await cats.findCat(1))?.name, 'Tom', 'mutating the input does not change the record')
 })
 
 t.test('deleting the last cat and creating again reuses its id', async (t) => {
@@ -66,7 +66,7 @@ t.test('update shallow-merges arbitrary fields into the record', async (t) => {
   const cats = withObjects(new MemoryCatsStore())
   await cats.create(tom)
   const nested = { deep: { deeper: [1, 2, 3] } }
-  const result = await cats.update(1, { name: 'Tommy', color: 'grey', tags: ['a', 'b'], nested, nothing: null, age: '4' })
+  const result = await cats.updateCat(1, { name: 'Tommy', color: 'grey', tags: ['a', 'b'], nested, nothing: null, age: '4' })
   t.strictSame(result, {
     id: 1,
     name: 'Tommy',
@@ -77,31 +77,31 @@ t.test('update shallow-merges arbitrary fields into the record', async (t) => {
     nested: { deep: { deeper: [1, 2, 3] } },
     nothing: null
   }, 'fields are merged without type checks, others kept')
-  t.strictSame(await cats.find(1), result, 'the merge is stored')
+  t.strictSame(await cats.findCat(1), result, 'the merge is stored')
   t.strictSame(await cats.list(), [result])
 
-  await cats.update(1, { nested: { other: true } })
-  t.strictSame((await cats.find(1))?.nested, { other: true }, 'merge is shallow: a nested object is replaced, not merged')
-  t.equal((await cats.find(1))?.color, 'grey', 'fields not in the update are kept')
+  await cats.updateCat(1, { nested: { other: true } })
+  t.strictSame((await cats.findCat(1))?.nested, { other: true }, 'merge is shallow: a nested object is replaced, not merged')
+  t.equal((await cats.findCat(1))?.color, 'grey', 'fields not in the update are kept')
 })
 
 t.test('update with an empty object changes nothing and returns the record', async (t) => {
   const cats = withObjects(new MemoryCatsStore())
   const json = await cats.createJson(tom)
-  t.equal(await cats.updateJson(1, {}), json, 'the record as stored, unchanged')
-  t.equal(await cats.findJson(1), json)
+  t.equal((await cats.update(1, {}))?.json, json, 'the record as stored, unchanged')
+  t.equal((await cats.find(1))?.json, json)
   t.strictSame(JSON.parse(json), { id: 1, ...tom })
 })
 
 t.test('update never changes the id', async (t) => {
   const cats = await repositoryWith(2)
-  const result = await cats.update(1, { id: 2, name: 'renamed' })
+  const result = await cats.updateCat(1, { id: 2, name: 'renamed' })
   t.equal(result?.id, 1, 'body id is ignored')
   t.equal(result?.name, 'renamed', 'other fields still merge')
-  t.equal((await cats.find(1))?.name, 'renamed', 'still found under its own id')
-  t.equal((await cats.find(2))?.name, 'cat2', 'the cat with id 2 is untouched')
-  await cats.update(1, { id: 'x' })
-  t.equal((await cats.find(1))?.id, 1)
+  t.equal((await cats.findCat(1))?.name, 'renamed', 'still found under its own id')
+  t.equal((await cats.findCat(2))?.name, 'cat2', 'the cat with id 2 is untouched')
+  await cats.updateCat(1, { id: 'x' })
+  t.equal((await cats.findCat(1))?.id, 1)
 })
 
 t.test('an own __proto__ key is stored as plain data, the prototype is unchanged', async (t) => {
@@ -111,16 +111,16 @@ t.test('an own __proto__ key is stored as plain data, the prototype is unchanged
   t.ok(Object.hasOwn(fields, '__proto__'), 'the test input really has an own __proto__ key')
 
   const expected = '{"id":1,"name":"Tom","age":3,"breed":"Siamese","__proto__":{"polluted":true,"name":"evil"},"color":"black"}'
-  const result = await cats.updateJson(1, fields)
+  const result = (await cats.update(1, fields))?.json
   // JSON.stringify writes own enumerable keys only: a replaced prototype would leave __proto__ out, and
   // a name read through it would be "evil".
   t.equal(result, expected, '__proto__ is an own, enumerable key of the record, the prototype not replaced')
-  t.equal(await cats.findJson(1), result, 'the merge is stored as returned')
+  t.equal((await cats.find(1))?.json, result, 'the merge is stored as returned')
   t.equal((await cats.page(0, 10)).items, expected, 'and listed so')
   // A later merge starts from the stored record: its __proto__ is still an own key, nothing is inherited.
-  t.equal(await cats.updateJson(1, { age: 4 }), expected.replace('"age":3', '"age":4'), 'a later merge keeps __proto__ as plain data')
+  t.equal((await cats.update(1, { age: 4 }))?.json, expected.replace('"age":3', '"age":4'), 'a later merge keeps __proto__ as plain data')
 
-  const cat = JSON.parse(await cats.findJson(1) ?? 'null')
+  const cat = JSON.parse((await cats.find(1))?.json ?? 'null')
   t.ok(Object.hasOwn(cat, '__proto__'), '__proto__ is an own property')
   t.strictSame(Object.getOwnPropertyDescriptor(cat, '__proto__'), {
     value: { polluted: true, name: 'evil' },
@@ -139,10 +139,10 @@ t.test('a constructor key is stored as plain data too', async (t) => {
   const cats = withObjects(new MemoryCatsStore())
   await cats.create(tom)
   const expected = '{"id":1,"name":"Tom","age":3,"breed":"Siamese","constructor":"not a function"}'
-  t.equal(await cats.updateJson(1, { constructor: 'not a function' }), expected)
-  t.equal(await cats.findJson(1), expected, 'stored as an own key')
-  t.equal(await cats.updateJson(1, { age: 4 }), expected.replace('"age":3', '"age":4'), 'a later merge keeps it as plain data')
-  t.equal((await cats.find(1))?.constructor, 'not a function')
+  t.equal((await cats.update(1, { constructor: 'not a function' }))?.json, expected)
+  t.equal((await cats.find(1))?.json, expected, 'stored as an own key')
+  t.equal((await cats.update(1, { age: 4 }))?.json, expected.replace('"age":3', '"age":4'), 'a later merge keeps it as plain data')
+  t.equal((await cats.findCat(1))?.constructor, 'not a function')
   t.equal(({}).constructor, Object, 'Object.prototype is unchanged')
 })
 
@@ -151,7 +151,7 @@ t.test('an id removed down to zero cats is unknown again', async (t) => {
   await cats.remove(1)
   await cats.remove(1)
   t.equal(cats.size, 0)
-  t.equal(await cats.update(1, { name: 'x' }), undefined)
+  t.equal(await cats.updateCat(1, { name: 'x' }), undefined)
   t.strictSame(await cats.list(), [])
 })
 
@@ -192,7 +192,7 @@ t.test('thousands of cats sharing one id (queue compaction) stay correct', async
   t.equal(cats.size, N)
   const ids = new Set((await cats.list()).map((cat) => cat.id))
   t.strictSame([...ids], [N], `all ${N} cats share id ${N}`)
-  t.equal((await cats.find(N))?.name, `cat${N}`, 'the earliest created is found')
+  t.equal((await cats.findCat(N))?.name, `cat${N}`, 'the earliest created is found')
 
   // Remove the head of the shared id and create a new tail, over and over:
   // the internal queue's head advances and it compacts many times.
@@ -203,13 +203,13 @@ t.test('thousands of cats sharing one id (queue compaction) stay correct', async
     expected.shift()
     const cat = await cats.create({ name: `cycle${i}`, age: i, breed: 'Mixed' })
     expected.push(`cycle${i}`)
-    if (cat.id !== N || (await cats.find(N))?.name !== expected[0]) mismatches++
+    if (cat.id !== N || (await cats.findCat(N))?.name !== expected[0]) mismatches++
   }
   t.equal(mismatches, 0, 'every cycle found the earliest created cat')
   t.strictSame(await names(cats), expected, 'list in creation order after the cycles')
 
   // Update acts on the current head.
-  t.equal((await cats.update(N, { name: 'head' }))?.name, 'head')
+  t.equal((await cats.updateCat(N, { name: 'head' }))?.name, 'head')
   t.equal((await cats.list())[0].name, 'head')
   t.equal((await cats.list())[1].name, expected[1])
 
@@ -217,14 +217,14 @@ t.test('thousands of cats sharing one id (queue compaction) stay correct', async
   expected[0] = 'head'
   let wrong = 0
   for (let left = N; left > 0; left--) {
-    if ((await cats.find(N))?.name !== expected[N - left]) wrong++
+    if ((await cats.findCat(N))?.name !== expected[N - left]) wrong++
     await cats.remove(N)
     if (cats.size !== left - 1) wrong++
   }
   t.equal(wrong, 0, 'draining removed one earliest cat at a time')
   t.equal(cats.size, 0)
-  t.equal(await cats.find(N), undefined)
-  t.equal(await cats.update(N, { name: 'x' }), undefined)
+  t.equal(await cats.findCat(N), undefined)
+  t.equal(await cats.updateCat(N, { name: 'x' }), undefined)
   t.equal((await cats.create(tom)).id, 1, 'an empty repository starts at id 1 again')
 })
 
@@ -252,12 +252,12 @@ t.test('a long random sequence matches a reference implementation', async (t) =>
       await cats.remove(id)
       model.remove(id)
     } else {
-      const updated = await cats.update(id, { name: `u${step}` })
+      const updated = await cats.updateCat(id, { name: `u${step}` })
       const target = model.find(id)
       if (target !== undefined) target.name = `u${step}`
       if ((updated === undefined) !== (target === undefined)) problems++
     }
-    if ((await cats.find(id))?.name !== model.find(id)?.name) problems++
+    if ((await cats.findCat(id))?.name !== model.find(id)?.name) problems++
     if (cats.size !== model.cats.length) problems++
     mostSharing = Math.max(mostSharing, model.cats.filter((cat) => cat.id === id).length)
   }

@@ -68,7 +68,7 @@ const seed = process.env.FC_SEED === undefined ? undefined : Number(process.env.
 /** What a store answers to a merge, as text: the cat's JSON, nothing, or the size limit. */
 async function outcome (store: CatsStore, id: number, update: UpdateCatBody): Promise<string> {
   try {
-    return await store.updateJson(id, update) ?? 'no cat'
+    return (await store.update(id, update))?.json ?? 'no cat'
   } catch (error) {
     if (error instanceof CatTooLarge) return `too large: ${error.message}`
     throw error
@@ -85,7 +85,7 @@ function sameAsMemory (t: Test, openSchema: SchemaOpener): void {
         for (const store of [memory, sql]) await store.create(tom)
         for (const merge of merges) {
           assert.equal(await outcome(sql, 1, merge), await outcome(memory, 1, merge))
-          assert.equal(await sql.findJson(1), await memory.findJson(1))
+          assert.equal((await sql.find(1))?.json, (await memory.find(1))?.json)
         }
         assert.equal(await outcome(sql, 2, merges[0]), 'no cat')
       } finally {
@@ -118,12 +118,12 @@ function overTheWire (t: Test, target: WireTarget): void {
       return counter.count - before
     }
     t.equal(await queries(() => client.transaction(async (tx) => tx.query('SELECT 1'))), 3, 'the counter sees BEGIN, SELECT, COMMIT')
-    t.equal(await queries(() => store.update(1, { color: 'black', 2: 'two', id: 9 })), 1)
-    t.equal(await queries(() => store.update(1, { color: 'black' })), 1, 'again, with the statement prepared')
-    t.strictSame(await store.find(1), { 2: 'two', id: 1, ...tom, color: 'black' })
-    t.equal(await queries(() => store.update(5, { color: 'white' })), 1)
-    t.equal(await queries(() => t.rejects(store.update(1, { big: 'x'.repeat(200) }), CatTooLarge)), 1)
-    t.equal(await store.findJson(1), '{"2":"two","id":1,"name":"Tom","age":3,"breed":"Siamese","color":"black"}', 'unchanged by the refused merge')
+    t.equal(await queries(() => store.updateCat(1, { color: 'black', 2: 'two', id: 9 })), 1)
+    t.equal(await queries(() => store.updateCat(1, { color: 'black' })), 1, 'again, with the statement prepared')
+    t.strictSame(await store.findCat(1), { 2: 'two', id: 1, ...tom, color: 'black' })
+    t.equal(await queries(() => store.updateCat(5, { color: 'white' })), 1)
+    t.equal(await queries(() => t.rejects(store.updateCat(1, { big: 'x'.repeat(200) }), CatTooLarge)), 1)
+    t.equal((await store.find(1))?.json, '{"2":"two","id":1,"name":"Tom","age":3,"breed":"Siamese","color":"black"}', 'unchanged by the refused merge')
   })
 
   t.test('the reads of one turn of the event loop are one query, each answered as if alone', async (t) => {
@@ -134,14 +134,14 @@ function overTheWire (t: Test, target: WireTarget): void {
     await store.create({ ...tom, name: 'Luna' })
     const queries = async (ids: number[]): Promise<{ names: Array<string | undefined>, queries: number }> => {
       const before = counter.count
-      const found = await Promise.all(ids.map((id) => store.findJson(id)))
-      const names = found.map((json) => json === undefined ? undefined : String(JSON.parse(json).name))
+      const found = await Promise.all(ids.map((id) => store.find(id)))
+      const names = found.map((cat) => cat === undefined ? undefined : String(JSON.parse(cat.json).name))
       return { names, queries: counter.count - before }
     }
     t.strictSame(await queries([3, 1, 2, 3, 99, 1, -4]), { names: ['Kitty', 'Tom', undefined, 'Kitty', undefined, 'Tom', undefined], queries: 1 },
       'the earliest created cat of an id (Kitty, not Luna), nothing for a free id, repeated ids answered each')
-    await store.update(1, { toy: 'ball' })
-    t.match(JSON.parse(await store.findJson(1) ?? ''), { name: 'Tom', toy: 'ball' }, 'a read after an answered write sees it')
+    await store.updateCat(1, { toy: 'ball' })
+    t.match(JSON.parse((await store.find(1))?.json ?? ''), { name: 'Tom', toy: 'ball' }, 'a read after an answered write sees it')
     const many = await queries(Array.from({ length: 1200 }, (_, index) => 1 + (index % 3)))
     t.equal(many.queries, 3, '500 reads at most in one query')
     t.strictSame(many.names.slice(0, 3), ['Tom', undefined, 'Kitty'])
@@ -169,10 +169,10 @@ function overTheWire (t: Test, target: WireTarget): void {
       '{"id":2,"name":"Felix","age":3,"breed":"Siamese"}',
       '{"id":1,"name":"Tom","age":5,"breed":"Siamese"}'
     ], 'a merge into a cat sees the ones sent before it; a refused merge leaves the others')
-    t.equal(await store.findJson(3), outcomes[2])
-    t.equal(await store.findJson(1), outcomes[5])
+    t.equal((await store.find(3))?.json, outcomes[2])
+    t.equal((await store.find(1))?.json, outcomes[5])
     const unlimited = withObjects(new SqlCatsStore(client))
-    const many = await Promise.all(Array.from({ length: 250 }, (_, index) => unlimited.update(2, { [`key${index}`]: index })))
+    const many = await Promise.all(Array.from({ length: 250 }, (_, index) => unlimited.updateCat(2, { [`key${index}`]: index })))
     t.equal(counter.count - before, 1 + 3 + 2, '100 merges at most in one query')
     const sizes = many.map((cat) => Object.keys(cat ?? {}).length)
     // Two statements may run at once, so which of them locks the cat first is open; inside each, the order sent holds.
@@ -223,7 +223,7 @@ function overTheWire (t: Test, target: WireTarget): void {
       ...ids.map((id, index) => stores[1].update(6 - id, { [`b${index}`]: index }))
     ])
     t.equal(merged.filter((cat) => cat !== undefined).length, 400, 'every merge done')
-    const found = await Promise.all([1, 2, 3, 4, 5].map((id) => stores[1].find(id)))
+    const found = await Promise.all([1, 2, 3, 4, 5].map((id) => stores[1].findCat(id)))
     t.strictSame(found.map((cat) => Object.keys(cat ?? {}).length), [84, 84, 84, 84, 84], 'each cat has its 4 fields and 80 merged ones')
   })
 
@@ -232,9 +232,9 @@ function overTheWire (t: Test, target: WireTarget): void {
     const stores = [withObjects(new SqlCatsStore(await openClient())), withObjects(new SqlCatsStore(await openClient()))]
     await stores[0].create(tom)
     const keys = Array.from({ length: 100 }, (_, index) => `key${index}`)
-    const merged = await Promise.all(keys.map((key, index) => stores[index % 2].update(1, { [key]: index, last: key })))
+    const merged = await Promise.all(keys.map((key, index) => stores[index % 2].updateCat(1, { [key]: index, last: key })))
     t.equal(merged.length, keys.length)
-    const found = await stores[1].find(1)
+    const found = await stores[1].findCat(1)
     t.strictSame(keys.map((key) => found?.[key]), keys.map((_, index) => index), 'every merged field is there')
     t.match(found, { id: 1, ...tom })
     const sizes = merged.map((cat) => Object.keys(cat ?? {}).length).sort((a, b) => a - b)

@@ -4,9 +4,9 @@ import type { CreateCatBody, StoredCat, UpdateCatBody } from '../../src/cats/sch
 /** What the tests compare: the cats a store answers, parsed from the JSON texts it keeps. */
 export interface CatObjects {
   list: () => Promise<StoredCat[]>
-  find: (id: number) => Promise<StoredCat | undefined>
+  findCat: (id: number) => Promise<StoredCat | undefined>
   create: (fields: CreateCatBody) => Promise<StoredCat>
-  update: (id: number, fields: UpdateCatBody) => Promise<StoredCat | undefined>
+  updateCat: (id: number, fields: UpdateCatBody) => Promise<StoredCat | undefined>
 }
 
 const parsed = (json: string | undefined): StoredCat | undefined => json === undefined ? undefined : JSON.parse(json)
@@ -15,9 +15,9 @@ const parsed = (json: string | undefined): StoredCat | undefined => json === und
 export function withObjects<S extends CatsStore> (store: S): S & CatObjects {
   const objects: CatObjects = {
     list: async () => JSON.parse(`[${(await store.page(0, Number.MAX_SAFE_INTEGER)).items}]`),
-    find: async (id) => parsed(await store.findJson(id)),
+    findCat: async (id) => parsed((await store.find(id))?.json),
     create: async (fields) => JSON.parse(await store.createJson(fields)),
-    update: async (id, fields) => parsed(await store.updateJson(id, fields))
+    updateCat: async (id, fields) => parsed((await store.update(id, fields))?.json)
   }
   return new Proxy(store, {
     get (target, key) {
