@@ -79,6 +79,25 @@ if (TEST_DATABASE_URL === undefined) {
     t.equal(profile.status, 200, "A's token opens B's /profile")
     t.strictSame(profile.body, { userId: user.id, username: user.username })
 
+    // Conditional writes across the two servers (D34): of two writes with the same If-Match, exactly one wins.
+    const etag = (await call(a.base, 'GET', '/cats/1')).headers.get('etag') ?? ''
+    t.equal((await call(b.base, 'GET', '/cats/1', undefined, { 'if-none-match': etag })).status, 304, "A's ETag is B's too")
+    const losses: string[] = []
+    for (let trial = 0; trial < 100; trial++) {
+      const path = `/cats/${1 + (trial % 50)}`
+      const current = (await call(a.base, 'GET', path)).headers.get('etag') ?? ''
+      const write = (base: string, winner: string) => trial % 2 === 0
+        ? call(base, 'PUT', path, { winner }, { 'if-match': current })
+        : call(base, 'PATCH', path, { winner }, { 'if-match': current, 'content-type': 'application/merge-patch+json' })
+      const answers = await Promise.all([write(a.base, 'a'), write(b.base, 'b')])
+      const stored = await call(b.base, 'GET', path)
+      const won = answers.filter((answer) => answer.status === 200)
+      const lost = answers.filter((answer) => answer.status === 412)
+      if (won.length !== 1 || lost.length !== 1 || !isDeepStrictEqual(stored.body, won[0].body) ||
+        stored.headers.get('etag') !== won[0].headers.get('etag')) losses.push(`${path}: ${answers.map((answer) => answer.status).join(', ')}`)
+    }
+    t.strictSame(losses, [], '100 races of two conditional writes: one 200, one 412, and the stored cat is the winner\'s')
+
     const [codeA, codeB] = await Promise.all([stopServer(a), stopServer(b)])
     t.strictSame([codeA, codeB], [0, 0], 'both stop with exit code 0 on SIGTERM')
   })

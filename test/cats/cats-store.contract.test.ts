@@ -361,6 +361,111 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
 
   if (openSchema === undefined) return
 
+  t.test('versions: every write gives the cat a version no cat has had, reads keep it', async (t) => {
+    const store = await openStore(t)
+    const created = await store.createJson(cat('Tom'))
+    const first = await store.find(1)
+    t.equal(first?.json, created)
+    t.equal((await store.find(1))?.version, first?.version, 'a read keeps the version')
+    const updated = await store.update(1, { toy: 'ball' })
+    const patched = await store.patch(1, { toy: null })
+    t.equal((await store.find(1))?.version, patched?.version, 'a read answers the version of the last write')
+    await store.remove(1)
+    await store.createJson(cat('Tom'))
+    const recreated = await store.find(1)
+    t.equal(recreated?.json, first?.json, 'the same id and text again')
+    const versions = [first, updated, patched, recreated].map((found) => found?.version)
+    t.equal(new Set(versions).size, 4, `four versions, never one twice: ${versions.join(' ')}`)
+  })
+
+  t.test('listVersion changes with every create, write and remove, and only then', async (t) => {
+    const store = await openStore(t)
+    const seen = [await store.listVersion()]
+    const unchanged = async (what: string): Promise<void> => { t.equal(await store.listVersion(), seen.at(-1), what) }
+    const changed = async (what: string): Promise<void> => {
+      const version = await store.listVersion()
+      t.notOk(seen.includes(version), `${what}: a list version never seen before`)
+      seen.push(version)
+    }
+    await store.createJson(cat('Tom'))
+    await changed('create')
+    await store.find(1)
+    await store.page(0, 10)
+    await store.count()
+    await store.remove(2)
+    await store.update(2, { age: 1 })
+    await store.patch(2, { age: 1 })
+    await unchanged('reads, and writes that find no cat')
+    await store.update(1, { age: 4 })
+    await changed('update')
+    await store.patch(1, { age: 5 })
+    await changed('patch')
+    await store.createOnce(cat('Kit'), { scope: '', key: 'k', fingerprint: 'f', client: 'c' })
+    await changed('create with a key')
+    await store.remove(1)
+    await changed('remove')
+  })
+
+  t.test('conditional writes: a current version passes; another, or no cat, fails and changes nothing', async (t) => {
+    const store = await openStore(t)
+    await store.createJson(cat('Tom'))
+    const start = await store.find(1)
+    const version = start?.version ?? ''
+    const failed = { code: 'CATS_ERR_PRECONDITION_FAILED', statusCode: 412 }
+    await t.rejects(async () => await store.update(1, { age: 9 }, ['stale']), failed, 'update, another version')
+    await t.rejects(async () => await store.patch(1, { age: 9 }, []), failed, 'patch, no version')
+    await t.rejects(async () => await store.remove(1, ['stale']), failed, 'remove, another version')
+    t.strictSame(await store.find(1), start, 'nothing changed')
+    const updated = await store.update(1, { age: 4 }, ['stale', version])
+    t.match(JSON.parse(updated?.json ?? ''), { age: 4 }, 'one of the versions is current: written')
+    await t.rejects(async () => await store.update(1, { age: 9 }, [version]), failed, 'the version before the write is stale')
+    const patched = await store.patch(1, { toy: 'ball' }, '*')
+    t.match(JSON.parse(patched?.json ?? ''), { age: 4, toy: 'ball' }, '* passes for any cat')
+    await store.remove(1, [patched?.version ?? ''])
+    t.equal(await store.find(1), undefined, 'removed with its current version')
+    await t.rejects(async () => await store.update(1, { age: 9 }, '*'), failed, 'no cat: update fails')
+    await t.rejects(async () => await store.patch(1, { age: 9 }, '*'), failed, 'no cat: patch fails')
+    await t.rejects(async () => await store.remove(1, '*'), failed, 'no cat: remove fails')
+    t.equal(await store.count(), 0)
+  })
+
+  t.test('conditional writes obey the size limit: 413, nothing changed', async (t) => {
+    const store = await openStore(t, limits({ maxCatBytes: 200 }))
+    await store.createJson(cat('Tom'))
+    const start = await store.find(1)
+    const tooLarge = { code: 'CATS_ERR_CAT_TOO_LARGE', statusCode: 413 }
+    await t.rejects(async () => await store.update(1, { toy: 'x'.repeat(200) }, '*'), tooLarge, 'update')
+    await t.rejects(async () => await store.patch(1, { toy: 'x'.repeat(200) }, '*'), tooLarge, 'patch')
+    await t.rejects(async () => await store.patch(1, { toy: 'x'.repeat(200) }), tooLarge, 'patch without a condition')
+    t.strictSame(await store.find(1), start)
+  })
+
+  t.test('patch applies a merge patch and writes the text JSON.stringify would', async (t) => {
+    const store = await openStore(t)
+    await store.createJson(cat('Tom'))
+    const first = await store.patch(1, { id: 7, age: 4, toy: { kind: 'ball', color: 'red' }, 2: 'two' })
+    t.equal(first?.json, JSON.stringify({ 2: 'two', id: 1, name: 'Tom', age: 4, breed: 'Siamese', toy: { kind: 'ball', color: 'red' } }))
+    const second = await store.patch(1, { toy: { color: null }, age: null, 2: null })
+    t.equal(second?.json, '{"id":1,"name":"Tom","breed":"Siamese","toy":{"kind":"ball"}}', 'null removes, at any depth')
+    t.equal((await store.find(1))?.json, second?.json, 'as stored')
+    t.equal(await store.patch(2, { age: 1 }), undefined, 'no cat with the id')
+  })
+
+  t.test('of 8 concurrent conditional writes with one version, exactly one wins (20 trials)', async (t) => {
+    const store = await openStore(t)
+    await store.createJson(cat('Tom'))
+    let bad = 0
+    for (let trial = 0; trial < 20; trial++) {
+      const version = (await store.find(1))?.version ?? ''
+      const outcomes = await Promise.allSettled(Array.from({ length: 8 }, async (_, index) =>
+        index % 2 === 0 ? await store.update(1, { winner: index }, [version]) : await store.patch(1, { winner: index }, [version])))
+      const won = outcomes.filter((outcome) => outcome.status === 'fulfilled')
+      const lost = outcomes.filter((outcome) => outcome.status === 'rejected' && (outcome.reason as { statusCode?: number }).statusCode === 412)
+      if (won.length !== 1 || lost.length !== 7 || (await store.find(1))?.json !== won[0]?.value?.json) bad++
+    }
+    t.equal(bad, 0, 'one winner, seven 412s, and the stored cat is the winner\'s')
+  })
+
   t.test('migrate is idempotent: twice in a row, and twice at once on an empty schema', async (t) => {
     const client = await openSchema(t)
     await Promise.all([migrate(client), migrate(client)])
