@@ -207,8 +207,8 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
   await fastify.register(async (plain) => {
     const scope = plain.withTypeProvider<TypeBoxTypeProvider>()
     scope.removeAllContentTypeParsers()
-    const { onProtoPoisoning, onConstructorPoisoning } = scope.initialConfig
-    scope.addContentTypeParser(MERGE_PATCH_CONTENT_TYPE, { parseAs: 'string' }, scope.getDefaultJsonParser(onProtoPoisoning ?? 'error', onConstructorPoisoning ?? 'error'))
+    // Fastify's JSON parser as it parses by default: a __proto__ or constructor.prototype key is an error.
+    scope.addContentTypeParser(MERGE_PATCH_CONTENT_TYPE, { parseAs: 'string' }, scope.getDefaultJsonParser('error', 'error'))
     scope.patch('/:id', {
       ...authHook,
       schema: {
