@@ -3,8 +3,8 @@ import { getHeapStatistics } from 'node:v8'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import {
-  CatConditionHeaders, CatIdParams, CatMergePatch, CatReply, CreateCatBody, CreateCatHeaders, DeleteReply, JSON_CONTENT_TYPE, JsonText, ListCatsQuery,
-  MERGE_PATCH_CONTENT_TYPE, StoredCat, StoredCatList, TEXT_CONTENT_TYPE, UpdateCatBody, catOrEmptyResponse, notModified
+  CatIdParams, CatMergePatch, CatReply, CreateCatBody, CreateCatHeaders, DeleteReply, JSON_CONTENT_TYPE, JsonText, ListCatsQuery,
+  MERGE_PATCH_CONTENT_TYPE, ReadConditionHeaders, StoredCat, StoredCatList, TEXT_CONTENT_TYPE, UpdateCatBody, catOrEmptyResponse, notModified, WriteConditionHeaders
 } from '../../src/cats/schemas.js'
 import type { VersionCondition, VersionedCat } from '../../src/cats/cats-store.js'
 import { LIST_CHUNK, WholeLists, decodeCursor, encodeCursor } from '../../src/cats/list-paging.js'
@@ -113,6 +113,7 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
       description: `Without a query, the whole list, streamed: at most ${LIST_STREAMS_MAX} whole lists stream at once (503 with Retry-After past it), ` +
         `and one whose reader takes nothing for ${LIST_WRITE_TIMEOUT_MS} ms is cut off.`,
       ...security,
+      headers: ReadConditionHeaders,
       querystring: ListCatsQuery,
       response: {
         200: { ...JsonText(StoredCatList), headers: { etag: { type: 'string', description: 'Weak: changes whenever any cat does' } } },
@@ -155,7 +156,7 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'Read one cat (an empty 200 when no cat has this id)',
       ...security,
       params: CatIdParams,
-      headers: CatConditionHeaders,
+      headers: ReadConditionHeaders,
       response: {
         200: catOrEmptyResponse('The cat, or an empty text/plain body when no cat has this id', JsonText(ref(StoredCat))),
         304: notModified('The cat is unchanged since the ETag in If-None-Match'),
@@ -179,7 +180,7 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'Merge fields into a cat (an empty 200 when no cat has this id)',
       ...security,
       params: CatIdParams,
-      headers: CatConditionHeaders,
+      headers: WriteConditionHeaders,
       body: UpdateCatBody,
       response: {
         200: catOrEmptyResponse('The whole cat after the merge, or an empty text/plain body when no cat has this id', JsonText(ref(StoredCat))),
@@ -218,7 +219,7 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
         ...security,
         consumes: [MERGE_PATCH_CONTENT_TYPE],
         params: CatIdParams,
-        headers: CatConditionHeaders,
+        headers: WriteConditionHeaders,
         body: CatMergePatch,
         response: {
           200: catOrEmptyResponse('The whole cat after the patch, or an empty text/plain body when no cat has this id', JsonText(ref(StoredCat))),
@@ -249,7 +250,7 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'Delete the earliest created cat with this id',
       ...security,
       params: CatIdParams,
-      headers: CatConditionHeaders,
+      headers: WriteConditionHeaders,
       response: {
         200: ref(DeleteReply, { description: 'Deleted, or there was no cat with this id (and no If-Match)' }),
         400: badId,

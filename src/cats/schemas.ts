@@ -70,12 +70,16 @@ export const CatMergePatch = Type.Record(Type.String(), Type.Unknown(), {
   examples: [{ age: 4, toy: null, owner: { city: 'Oslo' } }]
 })
 
-/** Conditional requests on one cat: the ETag of a GET, PUT or PATCH answer. */
-export const CatConditionHeaders = Type.Object({
+/** A conditional read: the ETag of an earlier answer. */
+export const ReadConditionHeaders = Type.Object({
+  'if-none-match': Type.Optional(Type.String({ description: '304 without a body while one of these ETags (or `*`) is current' }))
+})
+
+/** A conditional write to one cat: the ETag of a GET, PUT or PATCH answer. */
+export const WriteConditionHeaders = Type.Object({
   'if-match': Type.Optional(Type.String({
     description: 'Write only if the cat still has one of these ETags (`*`: any cat with the id); else 412 and nothing changes'
-  })),
-  'if-none-match': Type.Optional(Type.String({ description: 'On GET: 304 without a body when one of these ETags is current' }))
+  }))
 })
 
 export const CatIdParams = Type.Object({
