@@ -1,6 +1,6 @@
 import { Buffer } from 'node:buffer'
 import { randomUUID } from 'node:crypto'
-import { createServer, STATUS_CODES, type IncomingMessage, type OutgoingHttpHeaders, type Server, type ServerResponse } from 'node:http'
+import { createServer, type IncomingMessage, type OutgoingHttpHeaders, type Server, type ServerResponse } from 'node:http'
 import { performance } from 'node:perf_hooks'
 import type { Registry } from 'prom-client'
 import { createSigner, createVerifier } from 'fast-jwt'
@@ -16,6 +16,9 @@ import { hasAllowedAge } from '../src/auth/token-claims.js'
 import { bearerToken } from '../src/auth/bearer-token.js'
 import { MemoryDenylist } from '../src/auth/denylist.js'
 import { errorBody } from '../src/http/error-body.js'
+import { toIssues } from '../src/http/validation-issues.js'
+import { PROBLEM_JSON, prefersProblemDetails, problemDetails } from '../src/http/problem-details.js'
+import type { ErrorReply, ValidationIssue } from '../src/http/schemas.js'
 import { ServiceMetrics, UNMATCHED_ROUTE } from '../src/metrics/service-metrics.js'
 import { SECURITY_HEADERS } from '../src/http/security-headers.js'
 import { requestId, type ConnectionSettings } from '../src/http/server-options.js'
@@ -44,10 +47,7 @@ export interface BaselineOptions {
   metrics?: Registry
 }
 
-interface Issue {
-  field: string
-  message: string | undefined
-}
+type Issue = ValidationIssue
 
 type JsonObject = Record<string, unknown>
 type BodyHandler = (res: ServerResponse, body: unknown) => void
@@ -87,19 +87,29 @@ function sendEmpty (res: ServerResponse): void {
   res.end()
 }
 
-function sendError (res: ServerResponse, status: number, message: string, code: string, extra: JsonObject = {}, headers: Record<string, string> = {}): void {
-  sendJson(res, status, { statusCode: status, error: STATUS_CODES[status], message, code, ...extra }, headers)
+/** An error body as the service sends it: as Problem Details when the client prefers them, with Vary: Accept. */
+function sendErrorBody (res: ServerResponse, body: ErrorReply, headers: Record<string, string> = {}): void {
+  const problem = prefersProblemDetails(res.req.headers.accept)
+  const payload = JSON.stringify(problem ? problemDetails(body, String(res.req.url)) : body)
+  res.writeHead(body.statusCode, responseHeaders(res, {
+    ...headers, vary: 'Accept', 'content-type': problem ? PROBLEM_JSON : JSON_TYPE, 'content-length': Buffer.byteLength(payload)
+  }))
+  res.end(payload)
+}
+
+function sendError (res: ServerResponse, statusCode: number, message: string, code: string, validation?: ValidationIssue[]): void {
+  sendErrorBody(res, errorBody({ statusCode, code, message }, validation))
 }
 
 /** One of the service's own errors, with the body and Retry-After the service sends for it. */
 function sendServiceError (res: ServerResponse, error: ServiceError, headers: Record<string, string> = {}): void {
   const retryAfter = retryAfterFor(error.code)
-  sendJson(res, error.statusCode, errorBody(error), retryAfter === undefined ? headers : { ...headers, 'retry-after': String(retryAfter) })
+  sendErrorBody(res, errorBody(error), retryAfter === undefined ? headers : { ...headers, 'retry-after': String(retryAfter) })
 }
 
 function sendInvalid (res: ServerResponse, issues: Issue[]): void {
   const message = issues.map((issue) => `${issue.field} ${issue.message}`).join(', ')
-  sendError(res, 400, message, 'FST_ERR_VALIDATION', { validation: issues })
+  sendError(res, 400, message, 'FST_ERR_VALIDATION', issues)
 }
 
 function notFound (req: IncomingMessage, res: ServerResponse): void {
@@ -290,10 +300,7 @@ export function createBaselineServer (options: BaselineOptions): Server {
     if (!isObject(body)) return sendInvalid(res, NOT_AN_OBJECT)
     const problems = findMergeProblems(body)
     if (problems.length > 0) {
-      return sendInvalid(res, problems.map((problem) => ({
-        field: `body${problem.instancePath.replaceAll('/', '.')}`,
-        message: problem.message
-      })))
+      return sendInvalid(res, toIssues('body', problems))
     }
     const cat = cats.update(id, body)
     if (cat === undefined) return sendEmpty(res)

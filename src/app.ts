@@ -6,7 +6,7 @@ import type { AppOptions } from './app-options.js'
 import { useValidation } from './http/validator-compiler.js'
 import { serializersOnFirstUse } from './http/serializer-compiler.js'
 import { errorHandler, notFoundHandler } from './http/error-handler.js'
-import { ErrorReply, ValidationIssue } from './http/schemas.js'
+import { ErrorReply, ProblemDetails, ValidationIssue } from './http/schemas.js'
 import { CatReply, CreateCatBody, DeleteReply, StoredCat } from './cats/schemas.js'
 import { Identity, LoginBody, LoginReply } from './auth/schemas.js'
 import { loadConfig } from './config.js'
@@ -20,7 +20,7 @@ const root = join(import.meta.dirname, '..')
  * The schemas routes reference by `$id`: registered once with `fastify.addSchema` (for serializers and the
  * OpenAPI components) and added to the validators.
  */
-const componentSchemas = [ValidationIssue, ErrorReply, CreateCatBody, CatReply, StoredCat, DeleteReply, LoginBody, LoginReply, Identity]
+const componentSchemas = [ValidationIssue, ErrorReply, ProblemDetails, CreateCatBody, CatReply, StoredCat, DeleteReply, LoginBody, LoginReply, Identity]
 
 /**
  * The whole service as one encapsulated Fastify plugin. A host app registers

@@ -1,7 +1,5 @@
 import fp from 'fastify-plugin'
 import underPressure from '@fastify/under-pressure'
-import type { FastifyReply } from 'fastify'
-import { errorBody } from '../../src/http/error-body.js'
 import { Overloaded, retryAfterFor } from '../../src/errors.js'
 
 /**
@@ -11,12 +9,13 @@ import { Overloaded, retryAfterFor } from '../../src/errors.js'
  */
 export default fp(async (fastify) => {
   const { MAX_EVENT_LOOP_DELAY_MS, MAX_HEAP_USED_BYTES } = fastify.config
+  const overloaded = new Overloaded()
   await fastify.register(underPressure, {
     maxEventLoopDelay: MAX_EVENT_LOOP_DELAY_MS,
     maxHeapUsedBytes: MAX_HEAP_USED_BYTES,
-    pressureHandler: (_request, reply: FastifyReply) => {
-      const error = new Overloaded()
-      reply.code(error.statusCode).header('retry-after', String(retryAfterFor(error.code))).send(errorBody(error))
-    }
+    // A shed request ends with this error, which the service's error handler answers like any other (in the shape
+    // the client asks for); the route never runs.
+    customError: Overloaded,
+    retryAfter: retryAfterFor(overloaded.code)
   })
 }, { name: 'load-shedding', dependencies: ['database', 'redis', 'cats-store', 'sessions', 'users', 'login-protection'] })

@@ -4,6 +4,7 @@ import { VerifiedClaims } from './schemas.js'
 import { bearerToken } from './bearer-token.js'
 import { hasAllowedAge, type IsRevoked, type ValidateToken } from './token-claims.js'
 import { errorBody } from '../http/error-body.js'
+import { sendError } from '../http/problem-details.js'
 import { InvalidToken, MissingToken } from '../errors.js'
 import { fromHost, mapMaybePromise, type MaybePromise } from '../maybe-promise.js'
 
@@ -46,10 +47,9 @@ const MISSING_TOKEN_BODY = errorBody(new MissingToken())
 const INVALID_TOKEN_BODY = errorBody(new InvalidToken())
 
 /** Answers 401 (answered directly, not thrown: this path is hot under attack and needs no stack trace); false is the verdict. */
-function refuse (reply: FastifyReply, tokenSent: boolean): false {
-  reply.code(401)
-    .header('www-authenticate', tokenSent ? 'Bearer error="invalid_token"' : 'Bearer')
-    .send(tokenSent ? INVALID_TOKEN_BODY : MISSING_TOKEN_BODY)
+function refuse (request: FastifyRequest, reply: FastifyReply, tokenSent: boolean): false {
+  reply.header('www-authenticate', tokenSent ? 'Bearer error="invalid_token"' : 'Bearer')
+  sendError(request, reply, tokenSent ? INVALID_TOKEN_BODY : MISSING_TOKEN_BODY)
   return false
 }
 
@@ -79,13 +79,13 @@ export function tokenGuard (options: TokenGuardOptions): TokenGuard {
   /** Whether the token is accepted (request.user set) or refused (the 401 sent). */
   function check (request: FastifyRequest, reply: FastifyReply): MaybePromise<boolean> {
     const token = bearerToken(request.headers.authorization)
-    if (token === undefined) return refuse(reply, false)
+    if (token === undefined) return refuse(request, reply, false)
     const claims = verifiedClaims(token, options)
-    if (claims === undefined) return refuse(reply, true)
+    if (claims === undefined) return refuse(request, reply, true)
     return mapMaybePromise(revoked(claims, request), (denied) => denied
-      ? refuse(reply, true)
+      ? refuse(request, reply, true)
       : mapMaybePromise(fromHost(validateToken(claims, request)), (identity) => {
-        if (identity === undefined) return refuse(reply, true)
+        if (identity === undefined) return refuse(request, reply, true)
         request.user = identity
         request.tokenClaims = claims
         return true

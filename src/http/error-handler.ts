@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { errorBody } from './error-body.js'
+import { sendError } from './problem-details.js'
 import { InternalError, isServiceError, retryAfterFor, RouteNotFound } from '../errors.js'
 import { toIssues, type FieldError } from './validation-issues.js'
 
@@ -20,7 +21,8 @@ export interface ThrownError extends Error {
 const inErrorRange = (status: number | undefined): status is number => status !== undefined && status >= 400 && status <= 599
 
 /**
- * Sends every error in the one shape. A 4xx and the service's own 5xx keep
+ * Sends every error in the one shape (as Problem Details when the client
+ * prefers them, see sendError). A 4xx and the service's own 5xx keep
  * their message; any other failure is logged in full and answered with a
  * generic 500-range message, so no internals reach the client.
  */
@@ -34,9 +36,9 @@ export function errorHandler (error: ThrownError, request: FastifyRequest, reply
   if (retryAfter !== undefined) reply.header('retry-after', String(retryAfter))
   const message = exposed ? error.message : INTERNAL.message
   const validation = exposed && error.validation !== undefined ? toIssues(error.validationContext ?? 'request', error.validation) : undefined
-  reply.code(statusCode).send(errorBody({ statusCode, code, message }, validation))
+  sendError(request, reply, errorBody({ statusCode, code, message }, validation))
 }
 
 export function notFoundHandler (request: FastifyRequest, reply: FastifyReply): void {
-  reply.code(404).send(errorBody(new RouteNotFound(request.method, request.url)))
+  sendError(request, reply, errorBody(new RouteNotFound(request.method, request.url)))
 }

@@ -2,6 +2,7 @@ import { STATUS_CODES } from 'node:http'
 import { Type, type Static, type TSchema, type TUnsafe } from '@sinclair/typebox'
 import { MAX_MESSAGE_CHARS } from './error-body.js'
 import { MAX_FIELD_CHARS, MAX_ISSUE_MESSAGE_CHARS, MAX_ISSUES } from './validation-issues.js'
+import { MAX_INSTANCE_CHARS, PROBLEM_TYPE_PREFIX, problemDetails } from './problem-details.js'
 
 /**
  * A reference to a shared schema (one with an `$id`, registered once with
@@ -34,6 +35,30 @@ export const ErrorReply = Type.Object({
 }, { $id: 'Error', description: 'The error body of every failed request' })
 export type ErrorReply = Static<typeof ErrorReply>
 
+/**
+ * The same error as RFC 9457 Problem Details, sent instead of `Error` to a client that prefers
+ * `application/problem+json` (see `src/http/problem-details.ts`).
+ */
+export const ProblemDetails = Type.Object({
+  type: Type.String({
+    format: 'uri',
+    description: `The problem type: \`${PROBLEM_TYPE_PREFIX}\` followed by \`code\`; a name to compare, not a link to follow`
+  }),
+  title: Type.String({ description: 'HTTP reason phrase' }),
+  status: Type.Integer({ description: 'The HTTP status' }),
+  detail: Type.String({ maxLength: MAX_MESSAGE_CHARS, description: 'What went wrong, for people; branch on `code` (or `type`)' }),
+  instance: Type.String({
+    maxLength: MAX_INSTANCE_CHARS,
+    description: `The path of the request as sent, without its query; a longer one keeps its start and end around "…" (${MAX_INSTANCE_CHARS} characters in all)`
+  }),
+  code: Type.String({ description: 'Stable error code (listed in the README)' }),
+  validation: Type.Optional(Type.Array(ref(ValidationIssue), {
+    maxItems: MAX_ISSUES,
+    description: `One entry for each failing field, the first ${MAX_ISSUES} found`
+  }))
+}, { $id: 'ProblemDetails', description: 'The error body as RFC 9457 Problem Details, for a client whose Accept prefers application/problem+json' })
+export type ProblemDetails = Static<typeof ProblemDetails>
+
 /** What an error response of one status documents: why it happens, and an example body with its code. */
 export interface ErrorExample {
   code: string
@@ -41,9 +66,13 @@ export interface ErrorExample {
   validation?: ValidationIssue[]
 }
 
+/** What the Problem Details examples show as `instance`: each request has its own path there. */
+const EXAMPLE_INSTANCE = '/path/of/the/request'
+
 /**
  * The response schema of one error status: the shared error body with a real
- * description and examples of that status (never a 400 body under a 401).
+ * description and examples of that status (never a 400 body under a 401),
+ * in both of its media types.
  */
 export function errorResponse (statusCode: number, description: string, examples: ErrorExample[]) {
   const error = String(STATUS_CODES[statusCode])
@@ -55,6 +84,10 @@ export function errorResponse (statusCode: number, description: string, examples
       'application/json': {
         schema: ref(ErrorReply),
         examples: Object.fromEntries(bodies.map((body) => [body.code, { summary: body.message, value: body }]))
+      },
+      'application/problem+json': {
+        schema: ref(ProblemDetails),
+        examples: Object.fromEntries(bodies.map((body) => [body.code, { summary: body.message, value: problemDetails(body, EXAMPLE_INSTANCE) }]))
       }
     }
   }

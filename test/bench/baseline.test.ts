@@ -161,6 +161,16 @@ t.test('the benchmarked requests get the same status, body and headers', async (
   await same(t, pair, { method: 'PATCH', url: '/cats/1' }, 404)
 })
 
+t.test('a client that prefers Problem Details gets the same ones from both', async (t) => {
+  const pair = await setup(t)
+  const problem = { accept: 'application/problem+json' }
+  await same(t, pair, { url: '/profile', headers: problem }, 401)
+  await same(t, pair, { url: '/nowhere?x=1', headers: problem }, 404)
+  // Validation messages are worded by each: the content type and the fields are compared.
+  await sameStatus(t, pair, { method: 'POST', url: '/cats', headers: { ...problem, ...json }, body: '{"name":"Tom","age":"3"}' }, 400)
+  await sameStatus(t, pair, { method: 'PUT', url: '/cats/1', headers: { ...problem, ...json }, body: JSON.stringify({ age: 4, nested: { constructor: 1 } }) }, 400)
+})
+
 t.test('tokens the guard refuses get the same 401', async (t) => {
   const pair = await setup(t)
   const refused = [

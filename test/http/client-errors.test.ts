@@ -2,6 +2,7 @@ import t from 'tap'
 import Fastify from 'fastify'
 import { loadConfig } from '../../src/config.js'
 import { serverOptions } from '../../src/http/server-options.js'
+import { PROBLEM_JSON, PROBLEM_TYPE_PREFIX } from '../../src/http/problem-details.js'
 import { TEST_SECRET } from '../support/app.js'
 import { exchange, firstBody, head } from '../support/raw-http.js'
 
@@ -9,6 +10,7 @@ import { exchange, firstBody, head } from '../support/raw-http.js'
 const config = loadConfig({ JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'silent', MAX_HEADER_BYTES: 2048, REQUEST_TIMEOUT_MS: 500 })
 const server = Fastify(serverOptions(config))
 server.get('/', async () => ({ ok: true }))
+server.post('/upload', async () => ({ ok: true }))
 await server.listen({ port: 0, host: '127.0.0.1' })
 t.teardown(() => server.close())
 const address = server.server.address()
@@ -36,6 +38,28 @@ t.test('a request that does not arrive in time gets 408 in the error shape', asy
   t.strictSame(firstBody(result), {
     statusCode: 408, error: 'Request Timeout', message: 'The request took too long to arrive', code: 'HTTP_ERR_CLIENT_TIMEOUT'
   })
+})
+
+t.test('a body that breaks HTTP after the headers arrived: the answer takes the shape their Accept asks for', async (t) => {
+  // A chunked body whose chunk size is not hexadecimal: Node refuses it once the route is already waiting for it.
+  const broken = (accept: string) => `POST /upload?x=1 HTTP/1.1\r\nhost: x\r\naccept: ${accept}\r\ncontent-type: application/json\r\n` +
+    'transfer-encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n'
+  const problem = await exchange(port, ({ socket }) => { socket.write(broken('application/problem+json')) }, 5000)
+  t.strictSame(problem.responses.map((response) => response.status), [400])
+  t.equal(problem.responses[0].headers['content-type'], PROBLEM_JSON)
+  t.equal(problem.responses[0].headers.vary, 'Accept')
+  t.strictSame(firstBody(problem), {
+    type: `${PROBLEM_TYPE_PREFIX}HTTP_ERR_MALFORMED_REQUEST`,
+    title: 'Bad Request',
+    status: 400,
+    detail: 'The request is not valid HTTP',
+    instance: '/upload',
+    code: 'HTTP_ERR_MALFORMED_REQUEST'
+  })
+  const plain = await exchange(port, ({ socket }) => { socket.write(broken('*/*')) }, 5000)
+  t.equal(plain.responses[0].headers['content-type'], 'application/json; charset=utf-8')
+  t.equal(plain.responses[0].headers.vary, 'Accept')
+  t.strictSame(firstBody(plain), { statusCode: 400, error: 'Bad Request', message: 'The request is not valid HTTP', code: 'HTTP_ERR_MALFORMED_REQUEST' })
 })
 
 t.test('a connection the client resets gets no answer and does not disturb the server', async (t) => {

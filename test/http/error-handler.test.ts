@@ -17,6 +17,7 @@ interface LogEntry {
 interface FakeRequest {
   method: string
   url: string
+  headers: Record<string, string>
   log: { error: (object: unknown, message?: string) => void }
 }
 
@@ -25,10 +26,12 @@ interface FakeReply {
   status: number | undefined
   payload: unknown
   sentHeaders: Record<string, string>
-  headerCalls: number
+  contentType: string | undefined
   sends: number
   code: (statusCode: number) => FakeReply
   header: (name: string, value: string) => FakeReply
+  getHeader: (name: string) => string | undefined
+  type: (contentType: string) => FakeReply
   send: (payload: unknown) => FakeReply
 }
 
@@ -42,21 +45,28 @@ function fakes (method = 'GET', url = '/'): { request: FakeRequest, reply: FakeR
   const request: FakeRequest = {
     method,
     url,
+    headers: {},
     log: { error: (object, message) => { logged.push({ object, message }) } }
   }
   const reply: FakeReply = {
     status: undefined,
     payload: undefined,
     sentHeaders: {},
-    headerCalls: 0,
+    contentType: undefined,
     sends: 0,
     code (statusCode) {
       this.status = statusCode
       return this
     },
     header (name, value) {
-      this.headerCalls++
       this.sentHeaders[name] = value
+      return this
+    },
+    getHeader (name) {
+      return this.sentHeaders[name]
+    },
+    type (contentType) {
+      this.contentType = contentType
       return this
     },
     send (payload) {
@@ -137,17 +147,17 @@ t.test('a 4xx without a code of its own gets the generic request code', async (t
 })
 
 t.test('errors that ask the client to come back later carry Retry-After', async (t) => {
-  t.strictSame(handle(new LoginLimiterUnavailable()).reply.sentHeaders, { 'retry-after': '5' })
+  t.strictSame(handle(new LoginLimiterUnavailable()).reply.sentHeaders, { 'retry-after': '5', vary: 'Accept' })
   const locked = Object.assign(new TooManyLoginAttempts(42), { retryAfter: 42 })
   const { reply } = handle(locked)
   t.equal(reply.status, 429)
-  t.strictSame(reply.sentHeaders, { 'retry-after': '42' }, 'an error may give its own wait')
+  t.strictSame(reply.sentHeaders, { 'retry-after': '42', vary: 'Accept' }, 'an error may give its own wait')
   t.equal((reply.payload as { message: string }).message, 'Too many login attempts; retry in 42 seconds')
 })
 
-t.test('errorHandler sets no headers when the error asks for none', async (t) => {
-  t.equal(handle(new InvalidCredentials()).reply.headerCalls, 0)
-  t.equal(handle(fastifyError('x', { statusCode: 400 })).reply.headerCalls, 0, 'a Fastify error')
+t.test('errorHandler sets only Vary when the error asks for no header', async (t) => {
+  t.strictSame(handle(new InvalidCredentials()).reply.sentHeaders, { vary: 'Accept' })
+  t.strictSame(handle(fastifyError('x', { statusCode: 400 })).reply.sentHeaders, { vary: 'Accept' }, 'a Fastify error')
 })
 
 t.test('the errors the stores throw are answered with their code, status and Retry-After', async (t) => {
@@ -166,14 +176,14 @@ t.test('the errors the stores throw are answered with their code, status and Ret
   t.strictSame(down.reply.payload, {
     statusCode: 503, error: 'Service Unavailable', message: 'The database is unavailable; retry shortly', code: 'CATS_ERR_STORE_UNAVAILABLE'
   }, 'the cause stays out of the body')
-  t.strictSame(down.reply.sentHeaders, { 'retry-after': '5' })
+  t.strictSame(down.reply.sentHeaders, { 'retry-after': '5', vary: 'Accept' })
   t.strictSame(down.logged, [], 'a 503 the service chose is not logged per request (the outage is logged where it is tracked)')
   t.equal(new StoreUnavailable({ cause }).cause, cause)
   const inProgress = handle(new IdempotencyKeyInUse())
   t.strictSame(inProgress.reply.payload, {
     statusCode: 409, error: 'Conflict', message: 'A request with this Idempotency-Key is still in progress; retry shortly', code: 'CATS_ERR_IDEMPOTENCY_KEY_IN_USE'
   })
-  t.strictSame(inProgress.reply.sentHeaders, { 'retry-after': '1' })
+  t.strictSame(inProgress.reply.sentHeaders, { 'retry-after': '1', vary: 'Accept' })
   t.strictSame(handle(new IdempotencyKeyReused()).reply.payload, {
     statusCode: 422, error: 'Unprocessable Entity', message: 'This Idempotency-Key was used with a different request body', code: 'CATS_ERR_IDEMPOTENCY_KEY_REUSED'
   })
@@ -186,7 +196,7 @@ t.test('a 5xx hides its message and the real error is logged', async (t) => {
   t.strictSame(reply.payload, INTERNAL, 'no message, no foreign code')
   t.equal(logged.length, 1)
   t.strictSame(logged[0], { object: { err: error }, message: 'request failed' })
-  t.equal(reply.headerCalls, 0)
+  t.strictSame(reply.sentHeaders, { vary: 'Accept' })
 })
 
 t.test('a 5xx that is not one of the service\'s errors hides its message too', async (t) => {
@@ -205,7 +215,7 @@ t.test('the service\'s own 5xx keeps its message and code and sets Retry-After',
     message: 'The database is unavailable; retry shortly',
     code: 'CATS_ERR_STORE_UNAVAILABLE'
   })
-  t.strictSame(reply.sentHeaders, { 'retry-after': '5' })
+  t.strictSame(reply.sentHeaders, { 'retry-after': '5', vary: 'Accept' })
   t.strictSame(logged, [], 'a 503 the service chose is not logged per request (the outage is logged where it is tracked)')
 })
 

@@ -69,7 +69,7 @@ t.test('every operation has its stable operationId, and components are named fro
   const ids = Object.values<Record<string, { operationId: string }>>(doc.paths).flatMap((methods) => Object.values(methods).map((o) => o.operationId))
   t.strictSame(ids.sort(), ['createCat', 'deleteCat', 'endSession', 'getCat', 'getHealth', 'getJwks', 'getProfile', 'getReadiness', 'listCats', 'listSessions', 'login', 'logout', 'updateCat'])
   t.strictSame(Object.keys(doc.components.schemas).sort(),
-    ['Cat', 'DeleteResult', 'Error', 'Identity', 'LoginRequest', 'LoginResponse', 'NewCat', 'StoredCat', 'ValidationIssue'])
+    ['Cat', 'DeleteResult', 'Error', 'Identity', 'LoginRequest', 'LoginResponse', 'NewCat', 'ProblemDetails', 'StoredCat', 'ValidationIssue'])
   t.strictSame(doc.components.schemas.StoredCat.required, ['id', 'name', 'age', 'breed'])
   t.equal(doc.components.schemas.StoredCat.additionalProperties, true)
   t.strictSame(doc.servers, [{ url: '/', description: 'This server' }])
