@@ -333,7 +333,10 @@ export function createBaselineServer (options: BaselineOptions): Server {
     if (path === '/auth/login' && method === 'POST') return readJson(req, res, bodyLimit, login)
     if (path === '/auth/logout' && method === 'POST') return logout(req, res)
     if (path === '/cats') {
-      if (method === 'GET') return sendJsonText(res, 200, `[${cats.page(0, Number.MAX_SAFE_INTEGER).items}]`)
+      if (method === 'GET') {
+        res.setHeader('etag', `W/"${cats.listVersion()}"`)
+        return sendJsonText(res, 200, `[${cats.page(0, Number.MAX_SAFE_INTEGER).items}]`)
+      }
       if (method === 'POST') return readJson(req, res, bodyLimit, createCat)
     } else if (path.startsWith('/cats/')) {
       return oneCat(req, res, path.slice('/cats/'.length))

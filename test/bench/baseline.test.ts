@@ -43,7 +43,10 @@ const CONNECTION_HEADERS = new Set(['connection', 'keep-alive', 'date', 'transfe
 function comparable (call: Call, headers: Iterable<[string, string]>): Record<string, string> {
   const sentId = call.headers?.['x-request-id']
   const kept = [...headers].filter(([name]) => !CONNECTION_HEADERS.has(name)).map(([name, value]): [string, string] =>
-    name === 'x-request-id' && value !== sentId && UUID.test(value) ? [name, NEW_ID] : [name, value])
+    name === 'x-request-id' && value !== sentId && UUID.test(value)
+      ? [name, NEW_ID]
+      // Each store's versions begin with its own random prefix: the change number after it must agree.
+      : name === 'etag' ? [name, value.replace(/"[\w-]+\./, '"…')] : [name, value])
   return Object.fromEntries(kept.sort(([a], [b]) => a.localeCompare(b)))
 }
 
@@ -153,12 +156,12 @@ t.test('the benchmarked requests get the same status, body and headers', async (
   const reply = await same(t, pair, { url: '/cats/1', headers: { 'x-request-id': 'not-a-uuid' } }, 200)
   t.equal(reply.headers['x-request-id'], NEW_ID, 'an id that is not a UUID is replaced')
   t.strictSame(Object.keys(reply.headers), [
-    'content-length', 'content-security-policy', 'content-type', 'cross-origin-resource-policy', 'referrer-policy', 'strict-transport-security',
+    'content-length', 'content-security-policy', 'content-type', 'cross-origin-resource-policy', 'etag', 'referrer-policy', 'strict-transport-security',
     'x-content-type-options', 'x-frame-options', 'x-request-id'
   ], 'the security headers are among those compared')
   const id = randomUUID()
   t.equal((await same(t, pair, { url: '/cats/1', headers: { 'x-request-id': id } }, 200)).headers['x-request-id'], id, 'a UUID is echoed')
-  await same(t, pair, { method: 'PATCH', url: '/cats/1' }, 404)
+  await same(t, pair, { method: 'PATCH', url: '/profile' }, 404)
 })
 
 t.test('a client that prefers Problem Details gets the same ones from both', async (t) => {
@@ -261,7 +264,7 @@ t.test('with metrics on, both count every response under the same method, route 
     { method: 'DELETE', url: '/cats/1' },
     { url: '/cats' },
     { url: '/nowhere' },
-    { method: 'PATCH', url: '/cats/1' }
+    { method: 'PATCH', url: '/profile' }
   ]
   for (const call of calls) {
     await pair.service(call)
