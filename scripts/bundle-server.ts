@@ -15,6 +15,7 @@ import { build, type Plugin } from 'esbuild'
 
 const root = join(import.meta.dirname, '..')
 const outdir = join(root, 'dist', 'server')
+const { peerDependencies }: { peerDependencies: Record<string, string> } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
 
 /** The TypeScript files under a folder of the repository, relative to its root. */
 function sources (folder: string): string[] {
@@ -64,9 +65,10 @@ const { metafile } = await build({
   target: 'node20',
   sourcemap: true,
   metafile: true,
-  // Loaded from node_modules as they are: the database and Redis clients, postgrator and prom-client are
-  // imported only when configured, and PGlite loads its WebAssembly and data files from its own folder.
-  external: ['@electric-sql/pglite', 'pg', 'ioredis', 'postgrator', 'prom-client'],
+  // Loaded from node_modules as they are: the optional peers (pg, PGlite, ioredis, prom-client), which a deployment
+  // installs for the settings it uses, and postgrator are imported only when configured; PGlite also loads its
+  // WebAssembly and data files from its own folder.
+  external: [...Object.keys(peerDependencies), 'postgrator'],
   plugins: [ownLocation],
   // The bundled CommonJS dependencies call require(), which an ES module does not have.
   banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },

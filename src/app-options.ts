@@ -1,4 +1,3 @@
-import type { Registry } from 'prom-client'
 import type { ConfigInput } from './config.js'
 import type { UserRecord } from './auth/users-file.js'
 import type { IsRevoked, ValidateToken } from './auth/token-claims.js'
@@ -17,8 +16,25 @@ export interface AppOptions {
    */
   isRevoked?: IsRevoked
   /**
-   * Collects the service's Prometheus metrics on this registry; the owner of the
-   * registry serves it. Without it no metric is collected.
+   * Collects the service's Prometheus metrics on this registry (a prom-client `Registry`; the
+   * prom-client package must then be installed); the owner of the registry serves it. Without it
+   * no metric is collected.
    */
-  metrics?: { registry: Registry }
+  metrics?: { registry: MetricsRegistry }
+}
+
+/**
+ * What the service needs of a metrics registry: prom-client's `Registry` is one. Declared here, so that
+ * the package's types do not need prom-client's, which a host without metrics does not install.
+ */
+export interface MetricsRegistry {
+  // A method, not a property: prom-client's registerMetric takes its own Metric type, and a method's
+  // parameters are compared both ways, so its Registry fits without this package naming that type.
+  /** Adds one of the service's metrics (prom-client ones) to the registry. */
+  registerMetric (metric: RegisteredMetric): void
+}
+
+/** A metric as a registry reads it when scraped. */
+interface RegisteredMetric {
+  get: () => Promise<unknown>
 }

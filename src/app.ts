@@ -2,7 +2,7 @@ import { join } from 'node:path'
 import AutoLoad from '@fastify/autoload'
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
 import type { FastifyPluginAsync } from 'fastify'
-import type { AppOptions } from './app-options.js'
+import type { AppOptions, MetricsRegistry } from './app-options.js'
 import { useValidation } from './http/validator-compiler.js'
 import { serializersOnFirstUse } from './http/serializer-compiler.js'
 import { errorHandler, notFoundHandler } from './http/error-handler.js'
@@ -12,7 +12,7 @@ import { Identity, LoginBody, LoginReply } from './auth/schemas.js'
 import { loadConfig } from './config.js'
 import { tokenKeys } from './auth/token-keys.js'
 
-export type { AppOptions }
+export type { AppOptions, MetricsRegistry }
 
 const root = join(import.meta.dirname, '..')
 

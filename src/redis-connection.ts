@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis'
 import type { FastifyBaseLogger } from 'fastify'
 import { DependencyStatus } from './dependency-status.js'
+import { importOptionalPeer } from './optional-peer.js'
 
 /** The service's one Redis client and what is known of its health. */
 export interface RedisConnection {
@@ -32,11 +33,11 @@ async function firstConnection (redis: Redis): Promise<void> {
 }
 
 /**
- * The service's Redis client for REDIS_URL, connected (or given up on, see firstConnection). ioredis is loaded
- * only here, so a service without Redis never loads it. The caller disconnects it.
+ * The service's Redis client for REDIS_URL, connected (or given up on, see firstConnection). ioredis, an optional
+ * peer, is loaded only here, so a service without Redis neither loads nor needs it. The caller disconnects it.
  */
 export async function connectRedis (url: string, log: FastifyBaseLogger): Promise<RedisConnection> {
-  const { Redis } = await import('ioredis')
+  const { Redis } = await importOptionalPeer('ioredis', 'REDIS_URL is set', () => import('ioredis'))
   // Fail fast instead of waiting: no queueing while Redis is away, and a Redis that accepts
   // connections but never answers times out; the login then answers 503 within seconds.
   // A connection that went silent is replaced, not kept: ioredis pairs replies with commands in

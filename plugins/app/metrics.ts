@@ -1,5 +1,6 @@
 import fp from 'fastify-plugin'
 import type { AppOptions } from '../../src/app-options.js'
+import { importOptionalPeer } from '../../src/optional-peer.js'
 import type { ServiceMetrics } from '../../src/metrics/service-metrics.js'
 
 declare module 'fastify' {
@@ -20,8 +21,8 @@ export default fp<AppOptions>(async (fastify, opts) => {
     fastify.decorate('metrics', undefined)
     return
   }
-  // Loaded only here: prom-client is a large module graph that a service without metrics never needs.
-  const { ServiceMetrics } = await import('../../src/metrics/service-metrics.js')
+  // Loaded only here: prom-client, an optional peer, is a large module graph that a service without metrics never needs.
+  const { ServiceMetrics } = await importOptionalPeer('prom-client', 'the metrics option is given', () => import('../../src/metrics/service-metrics.js'))
   // Read at scrape time: the store is decorated by its own plugin, after this one.
   const metrics = new ServiceMetrics(registry, { countCats: () => fastify.catsStore.count() })
   fastify.decorate('metrics', metrics)

@@ -1,9 +1,10 @@
 import { fsyncSync } from 'node:fs'
 import type { PGlite } from '@electric-sql/pglite'
 import type { PoolClient } from 'pg'
+import { importOptionalPeer } from '../optional-peer.js'
 import { lockDirectory } from './directory-lock.js'
 
-// The drivers are imported when a DATABASE_URL asks for them, so the in-memory default starts without loading them.
+// The drivers are optional peers, imported when a DATABASE_URL asks for them: the in-memory default needs neither.
 
 /**
  * A statement run often enough to prepare: node-postgres parses and plans it once per connection under its name
@@ -52,7 +53,7 @@ export interface ClientOptions {
 
 /** PostgreSQL through a node-postgres pool. */
 export async function postgresClient (connectionString: string, { poolSize = 10, preparedStatements = true }: ClientOptions = {}): Promise<SqlClient> {
-  const { default: pg } = await import('pg')
+  const { default: pg } = await importOptionalPeer('pg', 'DATABASE_URL is set', () => import('pg'))
   const pool = new pg.Pool({
     connectionString,
     max: poolSize,
@@ -145,7 +146,8 @@ function enableFsync (db: PGlite): void {
  * a time) and opened with fsync on: PGlite's defaults turn it off (`-F`).
  */
 export async function pgliteClient (location: string): Promise<SqlClient> {
-  const { PGlite } = await import('@electric-sql/pglite')
+  // package.json pins PGlite to one version, so the hint names it (the package test compares the two).
+  const { PGlite } = await importOptionalPeer('@electric-sql/pglite', 'DATABASE_URL is a pglite:// URL', () => import('@electric-sql/pglite'), '@electric-sql/pglite@0.5.14')
   const onDisk = location !== 'memory'
   const lock = onDisk ? await lockDirectory(location) : undefined
   let db: PGlite

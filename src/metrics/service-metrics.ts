@@ -1,5 +1,6 @@
 import type { onResponseHookHandler } from 'fastify'
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
+import { Counter, Gauge, Histogram } from 'prom-client'
+import type { MetricsRegistry } from '../app-options.js'
 import type { HashQueueEvents } from '../auth/hash-queue.js'
 import type { SessionEvents } from '../auth/sessions.js'
 import { CatTooLarge, CollectionFull, LoginLimiterUnavailable, StoreUnavailable } from '../errors.js'
@@ -39,8 +40,9 @@ export class ServiceMetrics {
   /** Counts sessions started and ended (Sessions calls these). */
   readonly sessions: SessionEvents
 
-  constructor (registry: Registry, { countCats, countTimeoutMs = 1000 }: ServiceMetricsOptions) {
-    const registers = [registry]
+  constructor (registry: MetricsRegistry, { countCats, countTimeoutMs = 1000 }: ServiceMetricsOptions) {
+    // Each metric is created on no registry (prom-client's default is its global one), then added to the given one below.
+    const registers: [] = []
     this.requestDuration = new Histogram({
       name: 'cats_api_http_request_duration_seconds',
       help: 'Time to answer a request, by method, route pattern and status (the _count is the number of requests)',
@@ -67,7 +69,7 @@ export class ServiceMetrics {
       registers
     })
     const dependencyErrors = this.dependencyErrors
-    new Gauge({ // eslint-disable-line no-new -- registered on the registry, which keeps it
+    const stored = new Gauge({
       name: 'cats_api_cats_stored',
       help: 'Cats in the store, counted on each scrape (NaN when the store did not answer in time)',
       registers,
@@ -93,6 +95,9 @@ export class ServiceMetrics {
       labelNames: ['reason'],
       registers
     })
+    for (const metric of [this.requestDuration, this.loginAttempts, this.storeErrors, this.dependencyErrors, stored, waiting, waits, refused, started, ended]) {
+      registry.registerMetric(metric)
+    }
     this.sessions = {
       started: () => started.inc(),
       ended: (reason, count) => ended.inc({ reason }, count)
