@@ -64,9 +64,11 @@ const { metafile } = await build({
   target: 'node20',
   sourcemap: true,
   metafile: true,
-  // Loaded from node_modules as they are: the database and Redis clients, postgrator and prom-client are
-  // imported only when configured, and PGlite loads its WebAssembly and data files from its own folder.
-  external: ['@electric-sql/pglite', 'pg', 'ioredis', 'postgrator', 'prom-client'],
+  // Loaded from node_modules as they are: the database and Redis clients, postgrator, prom-client and the
+  // OpenTelemetry SDK are imported only when configured (the SDK's packages may not even be installed), and
+  // PGlite loads its WebAssembly and data files from its own folder.
+  external: ['@electric-sql/pglite', 'pg', 'ioredis', 'postgrator', 'prom-client', '@fastify/otel', '@opentelemetry/exporter-trace-otlp-http',
+    '@opentelemetry/exporter-trace-otlp-proto', '@opentelemetry/resources', '@opentelemetry/sdk-trace-node'],
   plugins: [ownLocation],
   // The bundled CommonJS dependencies call require(), which an ES module does not have.
   banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
