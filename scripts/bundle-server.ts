@@ -65,9 +65,9 @@ const { metafile } = await build({
   target: 'node20',
   sourcemap: true,
   metafile: true,
-  // Loaded from node_modules as they are: the optional peers (pg, PGlite, ioredis, prom-client), which a deployment
-  // installs for the settings it uses, and postgrator are imported only when configured; PGlite also loads its
-  // WebAssembly and data files from its own folder.
+  // Loaded from node_modules as they are: the optional peers (pg, PGlite, ioredis, prom-client, the OpenTelemetry
+  // SDK), which a deployment installs for the settings it uses, and postgrator are imported only when configured;
+  // PGlite also loads its WebAssembly and data files from its own folder.
   external: [...Object.keys(peerDependencies), 'postgrator'],
   plugins: [ownLocation],
   // The bundled CommonJS dependencies call require(), which an ES module does not have.

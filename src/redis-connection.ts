@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis'
 import type { FastifyBaseLogger } from 'fastify'
 import { DependencyStatus } from './dependency-status.js'
 import { importOptionalPeer } from './optional-peer.js'
+import { childSpan, endFailed, SpanKind } from './tracing/spans.js'
 
 /** The service's one Redis client and what is known of its health. */
 export interface RedisConnection {
@@ -33,6 +34,25 @@ async function firstConnection (redis: Redis): Promise<void> {
 }
 
 /**
+ * A span for each command the client sends during a traced request (see src/tracing/spans.ts): named for the
+ * command, without its arguments (keys hold session ids, values token ids). Every command of the service, scripts,
+ * transactions and probes included, goes through sendCommand. The span ends when the command's reply or failure
+ * arrives; what sendCommand returns is passed on untouched (a transaction drops it, so it must not reject unseen).
+ */
+function traceCommands (redis: Redis): void {
+  const send = redis.sendCommand.bind(redis)
+  redis.sendCommand = (command, stream) => {
+    const span = childSpan(() => {
+      const operation = command.name.toUpperCase()
+      return { name: operation, kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'redis', 'db.operation.name': operation } }
+    })
+    const sent = send(command, stream)
+    if (span !== undefined) command.promise.then(() => span.end(), (error: unknown) => endFailed(span, error))
+    return sent
+  }
+}
+
+/**
  * The service's Redis client for REDIS_URL, connected (or given up on, see firstConnection). ioredis, an optional
  * peer, is loaded only here, so a service without Redis neither loads nor needs it. The caller disconnects it.
  */
@@ -54,6 +74,7 @@ export async function connectRedis (url: string, log: FastifyBaseLogger): Promis
     socketTimeout: REDIS_COMMAND_TIMEOUT_MS,
     retryStrategy: (times) => Math.min(times * 50, REDIS_RETRY_MAX_MS)
   })
+  traceCommands(redis)
   const status = new DependencyStatus('redis', log, () => redis.ping())
   // Reconnection attempts fail again and again during an outage: the status logs the first failure only.
   redis.on('error', (error) => status.failed(error))

@@ -7,6 +7,7 @@ import { errorBody } from '../http/error-body.js'
 import { sendError } from '../http/problem-details.js'
 import { InvalidToken, MissingToken } from '../errors.js'
 import { fromHost, mapMaybePromise, type MaybePromise } from '../maybe-promise.js'
+import { requestSpan } from '../tracing/spans.js'
 
 /**
  * The token guard: an onRequest hook that sets request.user and request.tokenClaims, or answers 401. As a route's
@@ -88,6 +89,8 @@ export function tokenGuard (options: TokenGuardOptions): TokenGuard {
         if (identity === undefined) return refuse(request, reply, true)
         request.user = identity
         request.tokenClaims = claims
+        // The request's span names the user the token was issued to.
+        requestSpan(request)?.setAttribute('enduser.id', String(claims.sub))
         return true
       }))
   }

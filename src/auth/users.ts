@@ -2,9 +2,14 @@ import type { UserId } from './schemas.js'
 import { parseHash, verifyPassword, type DeriveKey } from './password.js'
 import type { UserRecord } from './users-file.js'
 import type { HashQueue } from './hash-queue.js'
+import { inChildSpan, SpanKind, type SpanStart } from '../tracing/spans.js'
 
 // Verified when a username is unknown, so that case costs as much as a wrong password.
 const DUMMY_HASH = '$scrypt$ln=14,r=8,p=5$6MYwn4R6aYi+BUlQScO3UA$cq0/cC9zh6nSSFp+7Vvt2UhnQYZN+Rt39D3ejUJdzGE'
+
+// A login's wait for its hash: the time in the queue and the scrypt derivation on a worker thread.
+const HASH_SPAN: SpanStart = { name: 'password hash', kind: SpanKind.INTERNAL, attributes: {} }
+const hashSpan = (): SpanStart => HASH_SPAN
 
 export class UserStore {
   readonly #byUsername = new Map<string, UserRecord>()
@@ -35,7 +40,8 @@ export class UserStore {
    */
   async verifyCredentials (username: string, password: string, signal?: AbortSignal): Promise<UserRecord | undefined> {
     const user = this.#byUsername.get(username)
-    const matches = await this.#hashQueue.run(() => verifyPassword(password, user?.passwordHash ?? DUMMY_HASH, this.#deriveKey), signal)
+    const matches = await inChildSpan(hashSpan, () =>
+      this.#hashQueue.run(() => verifyPassword(password, user?.passwordHash ?? DUMMY_HASH, this.#deriveKey), signal))
     return matches ? user : undefined
   }
 }

@@ -3,6 +3,7 @@ import type { PGlite } from '@electric-sql/pglite'
 import type { PoolClient } from 'pg'
 import { importOptionalPeer } from '../optional-peer.js'
 import { lockDirectory } from './directory-lock.js'
+import { inChildSpan, SpanKind, type SpanStart } from '../tracing/spans.js'
 
 // The drivers are optional peers, imported when a DATABASE_URL asks for them: the in-memory default needs neither.
 
@@ -49,6 +50,44 @@ export interface ClientOptions {
   poolSize?: number
   /** Whether NamedStatements are prepared; true unless said otherwise. */
   preparedStatements?: boolean
+}
+
+/**
+ * A statement's span: named for its NamedStatement, else for its first word. Its text has placeholders, never
+ * values, and the parameters are not recorded.
+ */
+function statementSpan (statement: string | NamedStatement): SpanStart {
+  const text = typeof statement === 'string' ? statement : statement.text
+  const operation = /^\s*([A-Za-z]+)/.exec(text)?.[1].toUpperCase() ?? 'SQL'
+  const attributes = { 'db.system.name': 'postgresql', 'db.operation.name': operation, 'db.query.text': text.trim() }
+  return typeof statement === 'string'
+    ? { name: operation, kind: SpanKind.CLIENT, attributes }
+    : { name: statement.name, kind: SpanKind.CLIENT, attributes: { ...attributes, 'db.query.summary': statement.name } }
+}
+
+// Internal: the calls to the database are its statements, each a client span below it.
+const TRANSACTION_SPAN: SpanStart = { name: 'transaction', kind: SpanKind.INTERNAL, attributes: { 'db.system.name': 'postgresql' } }
+const PING_SPAN = statementSpan('SELECT 1')
+
+/** Statements inside a transaction, each in its span (a child of the transaction's). */
+function tracedTransaction (tx: SqlTransaction): SqlTransaction {
+  return {
+    query: (statement, params) => inChildSpan(() => statementSpan(statement), () => tx.query(statement, params)),
+    execScript: (sql) => tx.execScript(sql)
+  }
+}
+
+/**
+ * The client with a span for each statement, transaction and probe made during a traced request (see
+ * src/tracing/spans.ts), for PostgreSQL and PGlite alike. Without a recorded span in progress, each call only checks.
+ */
+function traced (client: SqlClient): SqlClient {
+  return {
+    query: (statement, params) => inChildSpan(() => statementSpan(statement), () => client.query(statement, params)),
+    transaction: (work) => inChildSpan(() => TRANSACTION_SPAN, () => client.transaction((tx) => work(tracedTransaction(tx)))),
+    ping: (timeoutMs) => inChildSpan(() => PING_SPAN, () => client.ping(timeoutMs)),
+    close: () => client.close()
+  }
 }
 
 /** PostgreSQL through a node-postgres pool. */
@@ -107,7 +146,7 @@ export async function postgresClient (connectionString: string, { poolSize = 10,
     }
   }
 
-  return {
+  return traced({
     query: (statement, params) => withConnection((client) => executor(client).query(statement, params)),
     transaction: (work) => withConnection(async (client) => {
       await client.query('BEGIN')
@@ -119,7 +158,7 @@ export async function postgresClient (connectionString: string, { poolSize = 10,
       await withConnection((client) => client.query('SELECT 1'), timeoutMs)
     },
     close: () => pool.end()
-  }
+  })
 }
 
 /**
@@ -170,7 +209,7 @@ export async function pgliteClient (location: string): Promise<SqlClient> {
       (await target.query<Row>(typeof statement === 'string' ? statement : statement.text, params)).rows,
     execScript: async (sql) => { await target.exec(sql) }
   })
-  return {
+  return traced({
     ...pglite(db),
     transaction: (work) => db.transaction((tx) => work(pglite(tx))),
     ping: async () => {
@@ -180,7 +219,7 @@ export async function pgliteClient (location: string): Promise<SqlClient> {
       await db.close()
       await lock?.release()
     }
-  }
+  })
 }
 
 /** Picks the client from DATABASE_URL: postgres://, postgresql:// or pglite://. */

@@ -6,6 +6,7 @@ import { lazyLogger, writesAt } from './lazy-logger.js'
 import { parseTrustProxy, type Config } from '../config.js'
 import { clientErrorHandler } from './client-errors.js'
 import { errorHandler } from './error-handler.js'
+import { traceLogFields } from '../tracing/spans.js'
 
 // Only a UUID is taken from the client: the id is echoed and written in every log line, and
 // a freer format would let a token or password sent there by mistake reach the logs.
@@ -60,19 +61,27 @@ export function connectionSettings (config: Config): ConnectionSettings {
   }
 }
 
+/** What the log lines carry besides their own fields. */
+export interface LogOptions {
+  /** `trace_id` and `span_id` of the span in progress on every line written inside one: on when traces are. */
+  traceIds?: boolean
+}
+
 /**
  * Options of the standalone server (a host app that embeds the plugin sets its own):
  * logging with secrets redacted (query strings included) to `destination` (standard output by default),
  * request ids, proxy trust, the body limit and the connection settings.
  */
-export function serverOptions (config: Config, destination?: DestinationStream): StandaloneServerOptions {
+export function serverOptions (config: Config, destination?: DestinationStream, { traceIds = false }: LogOptions = {}): StandaloneServerOptions {
   return {
     loggerInstance: lazyLogger(pino({
       level: config.LOG_LEVEL,
       redact: {
         paths: ['req.headers.authorization', 'req.headers.cookie', '*.password', '*.access_token', '*.refresh_token'],
         censor: '[redacted]'
-      }
+      },
+      // Without traces no mixin at all: nothing is added to a line's cost.
+      ...(traceIds ? { mixin: traceLogFields } : {})
     }, destination), { req: requestForLog }),
     logController: new LogController({ disableRequestLogging: !writesAt(config.LOG_LEVEL, 'info') }),
     clientErrorHandler,
