@@ -162,6 +162,7 @@ t.test('the benchmarked requests get the same status, body and headers', async (
   const id = randomUUID()
   t.equal((await same(t, pair, { url: '/cats/1', headers: { 'x-request-id': id } }, 200)).headers['x-request-id'], id, 'a UUID is echoed')
   await same(t, pair, { method: 'PATCH', url: '/profile' }, 404)
+  await same(t, pair, { method: 'POST', url: '/cats/1' }, 404)
 })
 
 t.test('a client that prefers Problem Details gets the same ones from both', async (t) => {
