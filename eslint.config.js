@@ -3,7 +3,7 @@ import neostandard from 'neostandard'
 export default [
   ...neostandard({
     ts: true,
-    ignores: ['dist/**', 'coverage/**', '.tap/**', 'bench/results/**']
+    ignores: ['dist/**', 'coverage/**', '.tap/**', 'bench/results/**', '.cache/**']
   }),
   {
     files: ['**/*.ts'],
