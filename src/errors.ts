@@ -59,6 +59,6 @@ export const LowMemory = define('CATS_ERR_LOW_MEMORY', 'The server is low on mem
 export const IdempotencyKeyInUse = define('CATS_ERR_IDEMPOTENCY_KEY_IN_USE', 'A request with this Idempotency-Key is still in progress; retry shortly', 409, 1)
 export const IdempotencyKeyReused = define('CATS_ERR_IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used with a different request body', 422)
 export const StoreUnavailable = define('CATS_ERR_STORE_UNAVAILABLE', 'The database is unavailable; retry shortly', 503, 5)
-export const PreconditionFailed = define('CATS_ERR_PRECONDITION_FAILED', 'The cat has changed since the If-Match ETag was read, or no cat has this id; read it again', 412)
+export const PreconditionFailed = define('CATS_ERR_PRECONDITION_FAILED', 'The cat does not meet the request\'s If-Match or If-None-Match: it has changed, or no cat has this id; read it again', 412)
 export const PreconditionRequired = define('CATS_ERR_PRECONDITION_REQUIRED', 'Writes need If-Match with the cat\'s ETag: read the cat first', 428)
 export const TooManyLists = define('CATS_ERR_TOO_MANY_LISTS', 'Too many whole lists are being sent; retry shortly, or read the list in pages with limit', 503, 2)

@@ -56,7 +56,7 @@ t.test('the host registers its SDK: the plugin\'s spans join the host\'s request
 
   const hash = spans.find(({ name }) => name === 'password hash')
   t.equal(hash === undefined ? undefined : requestOf(hash)?.attributes['http.route'], '/api/auth/login', 'the password hash, inside the login')
-  const merge = spans.find(({ name }) => name === 'cats_merge_many')
+  const merge = spans.find(({ name }) => name === 'cats_merge_many_versioned')
   const put = merge === undefined ? undefined : requestOf(merge)
   t.equal(put?.attributes['http.route'], '/api/cats/:id', 'the SQL statement (PGlite), inside the PUT')
   t.equal(merge?.attributes['db.system.name'], 'postgresql')

@@ -81,7 +81,7 @@ if (TEST_DATABASE_URL === undefined || TEST_DATABASE_URL === '' || TEST_REDIS_UR
       const descendants = below(request)
       t.equal(descendants.length, trace.length - 1, 'every other span of the trace is below it')
       const sql = descendants.filter(({ attributes }) => attributes['db.system.name'] === 'postgresql')
-      t.match(sql, [{ name: 'cats_merge_many', kind: 3, attributes: { 'db.operation.name': 'SELECT', 'db.query.summary': 'cats_merge_many', 'db.query.text': /cats_merge_many\(\$1, \$2, \$3, \$4, \$5\)/ } }],
+      t.match(sql, [{ name: 'cats_merge_many_versioned', kind: 3, attributes: { 'db.operation.name': 'SELECT', 'db.query.summary': 'cats_merge_many_versioned', 'db.query.text': /cats_merge_many_versioned\(\$1, \$2, \$3, \$4, \$5\)/ } }],
         'the merge: one statement')
       t.ok(descendants.some(({ kind, attributes }) => kind === 3 && attributes['db.system.name'] === 'redis'), 'the token checked against the denylist in Redis')
     })

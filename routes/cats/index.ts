@@ -1,20 +1,21 @@
 import { createHash } from 'node:crypto'
 import { getHeapStatistics } from 'node:v8'
+import type { Readable } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import {
   CatIdParams, CatMergePatch, CatReply, CreateCatBody, CreateCatHeaders, DeleteReply, JSON_CONTENT_TYPE, JsonText, ListCatsQuery,
-  MERGE_PATCH_CONTENT_TYPE, ReadConditionHeaders, StoredCat, StoredCatList, TEXT_CONTENT_TYPE, UpdateCatBody, catOrEmptyResponse, notModified, WriteConditionHeaders
+  MERGE_PATCH_CONTENT_TYPE, ListConditionHeaders, ConditionHeaders, StoredCat, StoredCatList, TEXT_CONTENT_TYPE, UpdateCatBody, catOrEmptyResponse, notModified
 } from '../../src/cats/schemas.js'
-import type { VersionCondition, VersionedCat } from '../../src/cats/cats-store.js'
+import { meetsCondition, type VersionCondition, type VersionedCat } from '../../src/cats/cats-store.js'
 import { LIST_CHUNK, WholeLists, decodeCursor, encodeCursor } from '../../src/cats/list-paging.js'
 import { BEARER_SECURITY, INTEGER_TEXT_PATTERN, NO_SECURITY, ref } from '../../src/http/schemas.js'
 import {
   badRequest, catTooLarge, bodyTooLarge, idempotencyKeyInUse, idempotencyKeyReused, insufficientStorage, listUnavailable, preconditionFailed,
   preconditionRequired, storeUnavailable, unauthorized, unsupportedMediaType
 } from '../../src/http/error-response-schemas.js'
-import { LowMemory, PreconditionRequired, TooManyLists } from '../../src/errors.js'
-import { ifMatchCondition, noneMatch, strongTag, weakTag } from '../../src/http/entity-tags.js'
+import { LowMemory, PreconditionFailed, PreconditionRequired, TooManyLists } from '../../src/errors.js'
+import { ifMatchVersions, ifNoneMatchVersions, strongTag, weakTag } from '../../src/http/entity-tags.js'
 import { findPatchProblems } from '../../src/cats/merge-patch.js'
 import { invalidRequest } from '../../src/http/validation-issues.js'
 import { writesAllowed } from '../../src/cats/low-memory.js'
@@ -43,12 +44,16 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
   }
   // A 304 has no body, not even the "null" a typed send would serialize; its ETag is sent again.
   const notModifiedReply = (reply: FastifyReply, etag: string): FastifyReply => reply.code(304).header('etag', etag).send()
-  // If-Match of a write, which CATS_IF_MATCH=required makes mandatory.
+  // The preconditions of a request; CATS_IF_MATCH=required makes If-Match mandatory on writes.
   const ifMatchRequired = CATS_IF_MATCH === 'required'
+  const conditionOf = (request: FastifyRequest): VersionCondition => ({
+    match: ifMatchVersions(request.headers['if-match']),
+    noneMatch: ifNoneMatchVersions(request.headers['if-none-match'])
+  })
   const writeCondition = (request: FastifyRequest): VersionCondition | undefined => {
-    const condition = ifMatchCondition(request.headers['if-match'])
-    if (condition === undefined && ifMatchRequired) throw new PreconditionRequired()
-    return condition
+    const condition = conditionOf(request)
+    if (condition.match === undefined && ifMatchRequired) throw new PreconditionRequired()
+    return condition.match === undefined && condition.noneMatch === undefined ? undefined : condition
   }
   const conditionErrors = { 412: preconditionFailed, ...(ifMatchRequired ? { 428: preconditionRequired } : {}) }
 
@@ -113,7 +118,7 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
       description: `Without a query, the whole list, streamed: at most ${LIST_STREAMS_MAX} whole lists stream at once (503 with Retry-After past it), ` +
         `and one whose reader takes nothing for ${LIST_WRITE_TIMEOUT_MS} ms is cut off.`,
       ...security,
-      headers: ReadConditionHeaders,
+      headers: ListConditionHeaders,
       querystring: ListCatsQuery,
       response: {
         200: { ...JsonText(StoredCatList), headers: { etag: { type: 'string', description: 'Weak: changes whenever any cat does' } } },
@@ -125,27 +130,29 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request, reply) => {
     const { limit, after } = request.query
-    // Read before the cats, so that a change while they are read makes the tag older, never newer, than the list.
-    const version = await fastify.catsStore.listVersion()
-    reply.header('etag', weakTag(version))
-    if (noneMatch(request.headers['if-none-match'], version)) return notModifiedReply(reply, weakTag(version))
-    reply.type(JSON_CONTENT_TYPE)
-    if (limit === undefined && after === undefined) {
-      const list = await wholeLists.json(reply.raw)
-      if (list === undefined) throw new TooManyLists()
-      return list
-    }
     // Ajv lets a coerced 1e400 or Infinity through its bounds: the bound is checked again here.
     if (limit !== undefined && !Number.isFinite(limit)) throw invalidRequest('querystring', [{ instancePath: '/limit', message: 'must be <= 1000' }])
     const position = after === undefined ? 0 : decodeCursor(after)
     if (position === undefined) throw invalidRequest('querystring', [{ instancePath: '/after', message: 'is not a cursor from a Link header' }])
-    const pageSize = limit ?? LIST_CHUNK
-    const page = await fastify.catsStore.page(position, pageSize)
-    if (page.more) {
-      const path = request.url.split('?', 1)[0]
-      reply.header('link', `<${path}?limit=${pageSize}&after=${encodeCursor(page.last)}>; rel="next"`)
+    // Read before the cats, so that a change while they are read makes the tag older, never newer, than the list.
+    const version = await fastify.catsStore.listVersion()
+    const etag = weakTag(version)
+    if (!meetsCondition({ noneMatch: ifNoneMatchVersions(request.headers['if-none-match']) }, version)) return notModifiedReply(reply, etag)
+    let list: string | Readable
+    if (limit === undefined && after === undefined) {
+      const whole = await wholeLists.json(reply.raw)
+      if (whole === undefined) throw new TooManyLists()
+      list = whole
+    } else {
+      const pageSize = limit ?? LIST_CHUNK
+      const page = await fastify.catsStore.page(position, pageSize)
+      if (page.more) {
+        const path = request.url.split('?', 1)[0]
+        reply.header('link', `<${path}?limit=${pageSize}&after=${encodeCursor(page.last)}>; rel="next"`)
+      }
+      list = `[${page.items}]`
     }
-    return `[${page.items}]`
+    return reply.type(JSON_CONTENT_TYPE).header('etag', etag).send(list)
   })
 
   fastify.get('/:id', {
@@ -156,19 +163,20 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'Read one cat (an empty 200 when no cat has this id)',
       ...security,
       params: CatIdParams,
-      headers: ReadConditionHeaders,
+      headers: ConditionHeaders,
       response: {
         200: catOrEmptyResponse('The cat, or an empty text/plain body when no cat has this id', JsonText(ref(StoredCat))),
         304: notModified('The cat is unchanged since the ETag in If-None-Match'),
         400: badId,
         ...authErrors,
+        412: preconditionFailed,
         503: storeUnavailable
       }
     }
   }, (request, reply) => mapMaybePromise(fastify.catsStore.find(catId(request.params)), (cat) => {
-    if (cat !== undefined && noneMatch(request.headers['if-none-match'], cat.version)) {
-      return notModifiedReply(reply, strongTag(cat.version))
-    }
+    const { match, noneMatch } = conditionOf(request)
+    if (!meetsCondition({ match }, cat?.version)) throw new PreconditionFailed()
+    if (cat !== undefined && !meetsCondition({ noneMatch }, cat.version)) return notModifiedReply(reply, strongTag(cat.version))
     return catOrEmpty(reply, cat)
   }))
 
@@ -180,7 +188,7 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'Merge fields into a cat (an empty 200 when no cat has this id)',
       ...security,
       params: CatIdParams,
-      headers: WriteConditionHeaders,
+      headers: ConditionHeaders,
       body: UpdateCatBody,
       response: {
         200: catOrEmptyResponse('The whole cat after the merge, or an empty text/plain body when no cat has this id', JsonText(ref(StoredCat))),
@@ -219,7 +227,7 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
         ...security,
         consumes: [MERGE_PATCH_CONTENT_TYPE],
         params: CatIdParams,
-        headers: WriteConditionHeaders,
+        headers: ConditionHeaders,
         body: CatMergePatch,
         response: {
           200: catOrEmptyResponse('The whole cat after the patch, or an empty text/plain body when no cat has this id', JsonText(ref(StoredCat))),
@@ -250,7 +258,7 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'Delete the earliest created cat with this id',
       ...security,
       params: CatIdParams,
-      headers: WriteConditionHeaders,
+      headers: ConditionHeaders,
       response: {
         200: ref(DeleteReply, { description: 'Deleted, or there was no cat with this id (and no If-Match)' }),
         400: badId,

@@ -79,15 +79,26 @@ export interface VersionedCat {
   readonly version: string
 }
 
-/**
- * The versions a conditional write accepts (If-Match): '*' for any cat with the id, else one of those listed.
- * When it fails, or no cat has the id, the write throws PreconditionFailed and changes nothing.
- */
-export type VersionCondition = '*' | readonly string[]
+/** The versions a precondition names: '*' for any, else those listed. */
+export type VersionList = '*' | readonly string[]
 
-/** Whether a cat of this version meets the condition. */
-export const meetsCondition = (condition: VersionCondition, version: string): boolean =>
-  condition === '*' || condition.includes(version)
+/**
+ * The preconditions of a request (RFC 9110 §13.1): `match` (If-Match) holds when the cat exists with one of those
+ * versions, `noneMatch` (If-None-Match) when no cat has the id or its version is not one of those. A write whose
+ * condition fails throws PreconditionFailed and changes nothing.
+ */
+export interface VersionCondition {
+  readonly match?: VersionList
+  readonly noneMatch?: VersionList
+}
+
+const lists = (versions: VersionList, version: string): boolean => versions === '*' || versions.includes(version)
+
+/** Whether the cat of this version (undefined: no cat has the id) meets the condition. */
+export function meetsCondition ({ match, noneMatch }: VersionCondition, version: string | undefined): boolean {
+  if (match !== undefined && (version === undefined || !lists(match, version))) return false
+  return noneMatch === undefined || version === undefined || !lists(noneMatch, version)
+}
 
 /**
  * The contract the routes use, whatever keeps the cats (memory, PostgreSQL, PGlite).
@@ -119,7 +130,7 @@ export interface CatsStore {
    */
   createOnce: (fields: CreateCatBody, request: IdempotentRequest) => MaybePromise<IdempotentCreateResult>
   /**
-   * PUT: the cat with `fields` shallow-merged in; undefined when no cat has this id and there is no condition.
+   * PUT: the cat with `fields` shallow-merged in; undefined when no cat has this id (and the condition allows that).
    * Throws CatTooLarge when the merged cat would exceed `maxCatBytes`, PreconditionFailed as VersionCondition says.
    */
   update: (id: number, fields: UpdateCatBody, condition?: VersionCondition) => MaybePromise<VersionedCat | undefined>

@@ -197,7 +197,7 @@ export class MemoryCatsStore implements CatsStore {
   /** The earliest created cat with this id, when it meets the condition; throws PreconditionFailed when it does not. */
   #earliest (id: number, condition: VersionCondition | undefined): Entry | undefined {
     const entry = this.#byId.get(id)?.first
-    if (condition !== undefined && (entry === undefined || !meetsCondition(condition, entry.stored.version))) throw new PreconditionFailed()
+    if (condition !== undefined && !meetsCondition(condition, entry?.stored.version)) throw new PreconditionFailed()
     return entry
   }
 

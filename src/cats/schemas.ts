@@ -70,17 +70,20 @@ export const CatMergePatch = Type.Record(Type.String(), Type.Unknown(), {
   examples: [{ age: 4, toy: null, owner: { city: 'Oslo' } }]
 })
 
-/** A conditional read: the ETag of an earlier answer. */
-export const ReadConditionHeaders = Type.Object({
-  'if-none-match': Type.Optional(Type.String({ description: '304 without a body while one of these ETags (or `*`) is current' }))
+const ifNoneMatch = Type.Optional(Type.String({
+  description: 'ETags of an earlier answer (`*`: any). A read answers 304 without a body while one is current; a write answers 412 and changes nothing'
+}))
+
+/** The preconditions of a request on one cat (RFC 9110 §13.1), with the ETags of GET, PUT and PATCH answers. */
+export const ConditionHeaders = Type.Object({
+  'if-match': Type.Optional(Type.String({
+    description: 'Only while the cat still has one of these ETags (`*`: any cat with the id); else 412 and nothing changes'
+  })),
+  'if-none-match': ifNoneMatch
 })
 
-/** A conditional write to one cat: the ETag of a GET, PUT or PATCH answer. */
-export const WriteConditionHeaders = Type.Object({
-  'if-match': Type.Optional(Type.String({
-    description: 'Write only if the cat still has one of these ETags (`*`: any cat with the id); else 412 and nothing changes'
-  }))
-})
+/** A conditional list: the list's weak ETag. */
+export const ListConditionHeaders = Type.Object({ 'if-none-match': ifNoneMatch })
 
 export const CatIdParams = Type.Object({
   id: IntegerText('The cat id: an integer in decimal digits')

@@ -68,10 +68,13 @@ WITH gone AS (
 )
 UPDATE cats_count SET count = count - (SELECT count(*) FROM gone)`
 
+/** A version as the store answers it: the database's epoch and the number (see migration 10). */
+const TAG = "(SELECT epoch FROM cats_count) || '.' || version"
+
 /** The earliest created cats with the ids in the array $1: GET /cats/:id, many requests at once. */
 const FIND_MANY: NamedStatement = {
   name: 'cats_find_many',
-  text: 'SELECT DISTINCT ON (id) id::text, data::text AS json, version::text FROM cats WHERE id = ANY($1::bigint[]) ORDER BY id, seq'
+  text: `SELECT DISTINCT ON (id) id::text, data::text AS json, ${TAG} AS version FROM cats WHERE id = ANY($1::bigint[]) ORDER BY id, seq`
 }
 
 interface FoundRow extends Record<string, unknown> {
@@ -81,7 +84,7 @@ interface FoundRow extends Record<string, unknown> {
 }
 
 /** A conditional write's first step: the earliest created cat with the id $1, locked until the transaction ends. */
-const LOCK_EARLIEST = `SELECT seq::text, data::text AS json, version::text ${EARLIEST_WITH_ID} FOR UPDATE`
+const LOCK_EARLIEST = `SELECT seq::text, data::text AS json, ${TAG} AS version ${EARLIEST_WITH_ID} FOR UPDATE`
 
 interface LockedRow extends Record<string, unknown> {
   seq: string
@@ -112,9 +115,9 @@ const CREATE_BATCHES = { maxBatchSize: 100, maxInFlight: 1, maxWaitMs: 100 }
  * row locks and size limit included, one row per merge in the order given.
  */
 const MERGE_MANY: NamedStatement = {
-  name: 'cats_merge_many',
-  text: 'SELECT has_cat, data::text AS json, version::text FROM cats_merge_many($1, $2, $3, $4, $5) WITH ORDINALITY AS merged(has_cat, data, version, place) ' +
-    'ORDER BY place'
+  name: 'cats_merge_many_versioned',
+  text: `SELECT has_cat, data::text AS json, ${TAG} AS version FROM cats_merge_many_versioned($1, $2, $3, $4, $5) ` +
+    'WITH ORDINALITY AS merged(has_cat, data, version, place) ORDER BY place'
 }
 
 /** A PUT as the database takes it: the fields as JSON texts, so that it splices them into the stored text without decoding them. */
@@ -205,7 +208,7 @@ export class SqlCatsStore implements CatsStore {
 
   async listVersion (): Promise<string> {
     return this.#reported(async () => {
-      const [row] = await this.#client.query<{ changes: string }>('SELECT changes::text FROM cats_count')
+      const [row] = await this.#client.query<{ changes: string }>("SELECT epoch || '.' || changes AS changes FROM cats_count")
       return row.changes
     })
   }
@@ -277,7 +280,7 @@ export class SqlCatsStore implements CatsStore {
       ? await this.#reported(() => this.#merges.load({ id, keys, values }))
       : await this.#conditional(id, condition, async (tx) => {
         const [row] = await tx.query<{ json: string | null, version: string | null }>(
-          'SELECT data::text AS json, version::text FROM cats_merge($1, $2, $3, $4)', [id, keys, values, maxBytes])
+          `SELECT data::text AS json, ${TAG} AS version FROM cats_merge_versioned($1, $2, $3, $4)`, [id, keys, values, maxBytes])
         return row.json === null || row.version === null ? TOO_LARGE : { json: row.json, version: row.version }
       })
     if (outcome === TOO_LARGE) throw new CatTooLarge(this.#limits.maxCatBytes)
@@ -288,7 +291,7 @@ export class SqlCatsStore implements CatsStore {
   async patch (id: number, patch: UpdateCatBody, condition?: VersionCondition): Promise<VersionedCat | undefined> {
     return this.#conditional(id, condition, async (tx, locked) => {
       const { json } = patchWithinLimit(JSON.parse(locked.json), patch, this.#limits.maxCatBytes)
-      const [{ version }] = await tx.query<{ version: string }>('UPDATE cats SET data = $2::json WHERE seq = $1 RETURNING version::text', [locked.seq, json])
+      const [{ version }] = await tx.query<{ version: string }>(`UPDATE cats SET data = $2::json WHERE seq = $1 RETURNING ${TAG} AS version`, [locked.seq, json])
       return { json, version }
     })
   }
@@ -305,15 +308,14 @@ export class SqlCatsStore implements CatsStore {
   }
 
   /**
-   * Runs `write` in a transaction holding the row lock of the earliest created cat with the id, when that cat meets
-   * the condition; throws PreconditionFailed when it does not or (with a condition) when no cat has the id.
-   * Without a condition and without a cat, undefined.
+   * Runs `write` in a transaction holding the row lock of the earliest created cat with the id, when the condition
+   * holds (throws PreconditionFailed when it does not); undefined when no cat has the id.
    */
   async #conditional<T> (id: number, condition: VersionCondition | undefined,
     write: (tx: SqlTransaction, locked: LockedRow) => Promise<T>): Promise<T | undefined> {
     return this.#reported(() => this.#client.transaction(async (tx) => {
       const [locked] = await tx.query<LockedRow>(LOCK_EARLIEST, [id])
-      if (condition !== undefined && (locked === undefined || !meetsCondition(condition, locked.version))) throw new PreconditionFailed()
+      if (condition !== undefined && !meetsCondition(condition, locked?.version)) throw new PreconditionFailed()
       return locked === undefined ? undefined : await write(tx, locked)
     }))
   }

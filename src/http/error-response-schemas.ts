@@ -69,7 +69,7 @@ export const sessionNotFound = response(404, 'No live session of the caller has 
 export const sessionsUnavailable = response(503, 'The session store cannot be reached, or the server is overloaded; retry after Retry-After seconds',
   ...examples(new SessionStoreUnavailable(), new Overloaded()))
 
-export const preconditionFailed = response(412, 'If-Match names no current ETag of the cat, or no cat has this id: nothing changed',
+export const preconditionFailed = response(412, 'If-Match names no current ETag of the cat (or no cat has this id), or If-None-Match names the current one: nothing changed',
   ...examples(new PreconditionFailed()))
 
 export const preconditionRequired = response(428, 'The server requires If-Match on writes (CATS_IF_MATCH=required) and none was sent',

@@ -359,8 +359,6 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
     t.strictSame((await store.list()).filter((stored) => stored.touched === true).map((stored) => stored.id), [4, 5, 6])
   })
 
-  if (openSchema === undefined) return
-
   t.test('versions: every write gives the cat a version no cat has had, reads keep it', async (t) => {
     const store = await openStore(t)
     const created = await store.createJson(cat('Tom'))
@@ -404,6 +402,19 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
     await changed('create with a key')
     await store.remove(1)
     await changed('remove')
+    await store.createOnce(cat('Kit'), { scope: '', key: 'k', fingerprint: 'f', client: 'c' })
+    await t.rejects(async () => await store.update(2, { age: 1 }, { match: ['stale'] }))
+    await unchanged('a replayed create with a key, a failed precondition')
+  })
+
+  t.test('listVersion stays when a write is refused: too large, or the collection full', async (t) => {
+    const store = await openStore(t, limits({ maxCats: 1, maxCatBytes: 200 }))
+    await store.createJson(cat('Tom'))
+    const before = await store.listVersion()
+    await t.rejects(async () => await store.update(1, { toy: 'x'.repeat(200) }))
+    await t.rejects(async () => await store.patch(1, { toy: 'x'.repeat(200) }, { match: '*' }))
+    await t.rejects(async () => await store.createJson(cat('Kit')))
+    t.equal(await store.listVersion(), before)
   })
 
   t.test('conditional writes: a current version passes; another, or no cat, fails and changes nothing', async (t) => {
@@ -412,21 +423,28 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
     const start = await store.find(1)
     const version = start?.version ?? ''
     const failed = { code: 'CATS_ERR_PRECONDITION_FAILED', statusCode: 412 }
-    await t.rejects(async () => await store.update(1, { age: 9 }, ['stale']), failed, 'update, another version')
-    await t.rejects(async () => await store.patch(1, { age: 9 }, []), failed, 'patch, no version')
-    await t.rejects(async () => await store.remove(1, ['stale']), failed, 'remove, another version')
+    await t.rejects(async () => await store.update(1, { age: 9 }, { match: ['stale'] }), failed, 'update, another version')
+    await t.rejects(async () => await store.patch(1, { age: 9 }, { match: [] }), failed, 'patch, no version')
+    await t.rejects(async () => await store.remove(1, { match: ['stale'] }), failed, 'remove, another version')
     t.strictSame(await store.find(1), start, 'nothing changed')
-    const updated = await store.update(1, { age: 4 }, ['stale', version])
+    const updated = await store.update(1, { age: 4 }, { match: ['stale', version] })
     t.match(JSON.parse(updated?.json ?? ''), { age: 4 }, 'one of the versions is current: written')
-    await t.rejects(async () => await store.update(1, { age: 9 }, [version]), failed, 'the version before the write is stale')
-    const patched = await store.patch(1, { toy: 'ball' }, '*')
+    await t.rejects(async () => await store.update(1, { age: 9 }, { match: [version] }), failed, 'the version before the write is stale')
+    const patched = await store.patch(1, { toy: 'ball' }, { match: '*' })
     t.match(JSON.parse(patched?.json ?? ''), { age: 4, toy: 'ball' }, '* passes for any cat')
-    await store.remove(1, [patched?.version ?? ''])
+    await store.remove(1, { match: [patched?.version ?? ''] })
     t.equal(await store.find(1), undefined, 'removed with its current version')
-    await t.rejects(async () => await store.update(1, { age: 9 }, '*'), failed, 'no cat: update fails')
-    await t.rejects(async () => await store.patch(1, { age: 9 }, '*'), failed, 'no cat: patch fails')
-    await t.rejects(async () => await store.remove(1, '*'), failed, 'no cat: remove fails')
+    await t.rejects(async () => await store.update(1, { age: 9 }, { match: '*' }), failed, 'no cat: update fails')
+    await t.rejects(async () => await store.patch(1, { age: 9 }, { match: '*' }), failed, 'no cat: patch fails')
+    await t.rejects(async () => await store.remove(1, { match: '*' }), failed, 'no cat: remove fails')
     t.equal(await store.count(), 0)
+    t.equal(await store.update(1, { age: 9 }, { noneMatch: '*' }), undefined, 'If-None-Match: * holds when no cat has the id')
+    await store.createJson(cat('Kit'))
+    const kit = (await store.find(1))?.version ?? ''
+    await t.rejects(async () => await store.update(1, { age: 9 }, { noneMatch: '*' }), failed, 'If-None-Match: * fails on a cat')
+    await t.rejects(async () => await store.patch(1, { age: 9 }, { noneMatch: [kit] }), failed, 'If-None-Match naming its version fails')
+    await t.rejects(async () => await store.remove(1, { match: '*', noneMatch: [kit] }), failed, 'both must hold')
+    t.match(JSON.parse((await store.update(1, { age: 9 }, { noneMatch: ['other'] }))?.json ?? ''), { age: 9 }, 'another version: written')
   })
 
   t.test('conditional writes obey the size limit: 413, nothing changed', async (t) => {
@@ -434,8 +452,8 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
     await store.createJson(cat('Tom'))
     const start = await store.find(1)
     const tooLarge = { code: 'CATS_ERR_CAT_TOO_LARGE', statusCode: 413 }
-    await t.rejects(async () => await store.update(1, { toy: 'x'.repeat(200) }, '*'), tooLarge, 'update')
-    await t.rejects(async () => await store.patch(1, { toy: 'x'.repeat(200) }, '*'), tooLarge, 'patch')
+    await t.rejects(async () => await store.update(1, { toy: 'x'.repeat(200) }, { match: '*' }), tooLarge, 'update')
+    await t.rejects(async () => await store.patch(1, { toy: 'x'.repeat(200) }, { match: '*' }), tooLarge, 'patch')
     await t.rejects(async () => await store.patch(1, { toy: 'x'.repeat(200) }), tooLarge, 'patch without a condition')
     t.strictSame(await store.find(1), start)
   })
@@ -458,13 +476,15 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
     for (let trial = 0; trial < 20; trial++) {
       const version = (await store.find(1))?.version ?? ''
       const outcomes = await Promise.allSettled(Array.from({ length: 8 }, async (_, index) =>
-        index % 2 === 0 ? await store.update(1, { winner: index }, [version]) : await store.patch(1, { winner: index }, [version])))
+        index % 2 === 0 ? await store.update(1, { winner: index }, { match: [version] }) : await store.patch(1, { winner: index }, { match: [version] })))
       const won = outcomes.filter((outcome) => outcome.status === 'fulfilled')
       const lost = outcomes.filter((outcome) => outcome.status === 'rejected' && (outcome.reason as { statusCode?: number }).statusCode === 412)
       if (won.length !== 1 || lost.length !== 7 || (await store.find(1))?.json !== won[0]?.value?.json) bad++
     }
     t.equal(bad, 0, 'one winner, seven 412s, and the stored cat is the winner\'s')
   })
+
+  if (openSchema === undefined) return
 
   t.test('migrate is idempotent: twice in a row, and twice at once on an empty schema', async (t) => {
     const client = await openSchema(t)

@@ -46,4 +46,8 @@ t.test('CORS: off by default, configured origins only', async (t) => {
   t.equal(allowed.headers['access-control-allow-origin'], 'https://app.example')
   const other = await open.inject({ ...preflight, headers: { ...preflight.headers, origin: 'https://evil.example' } })
   t.equal(other.headers['access-control-allow-origin'], undefined)
+  const patch = await open.inject({ method: 'OPTIONS', url: '/cats/1', headers: { origin: 'https://app.example', 'access-control-request-method': 'PATCH' } })
+  t.match(patch.headers['access-control-allow-methods'], /\bPATCH\b/, 'a browser may send PATCH')
+  const read = await open.inject({ url: '/cats', headers: { origin: 'https://app.example' } })
+  t.equal(read.headers['access-control-expose-headers'], 'ETag, Link', 'and read the ETag for If-Match and the Link to the next page')
 })

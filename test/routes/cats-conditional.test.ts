@@ -88,6 +88,32 @@ function suite (t: Test, open: Open): void {
     t.equal(withoutCondition.body, '')
   })
 
+  t.test('If-None-Match on a write and If-Match on a read hold as RFC 9110 says', async (t) => {
+    const app = await open(t)
+    const absent = await app.inject({ method: 'PUT', url: '/cats/1', headers: { ...json, 'if-none-match': '*' }, payload: { age: 4 } })
+    t.equal(absent.statusCode, 200, 'If-None-Match: * and no cat: the empty 200')
+    t.equal(absent.body, '')
+    await app.inject({ method: 'POST', url: '/cats', headers: json, payload: tom })
+    const etag = String((await app.inject('/cats/1')).headers.etag)
+    const present = await app.inject({ method: 'PUT', url: '/cats/1', headers: { ...json, 'if-none-match': '*' }, payload: { age: 4 } })
+    t.equal(present.statusCode, 412, 'If-None-Match: * and a cat: 412')
+    t.equal((await app.inject({ method: 'PATCH', url: '/cats/1', headers: { ...mergePatch, 'if-none-match': `W/${etag}` }, payload: { age: 4 } })).statusCode, 412,
+      'If-None-Match naming the current tag (weak comparison): 412')
+    t.equal((await app.inject({ method: 'DELETE', url: '/cats/1', headers: { 'if-none-match': etag } })).statusCode, 412)
+    t.equal((await app.inject('/cats/1')).json().age, 3, 'nothing changed')
+    t.equal((await app.inject({ url: '/cats/1', headers: { 'if-match': '"stale"' } })).statusCode, 412, 'a read with a stale If-Match: 412')
+    t.equal((await app.inject({ url: '/cats/1', headers: { 'if-match': etag } })).statusCode, 200, 'with the current one: the cat')
+    t.equal((await app.inject({ url: '/cats/2', headers: { 'if-match': '*' } })).statusCode, 412, 'no cat: If-Match: * fails')
+  })
+
+  t.test('a list request that is refused carries no ETag and is never a 304', async (t) => {
+    const app = await open(t)
+    const tag = String((await app.inject('/cats')).headers.etag)
+    const refused = await app.inject({ url: '/cats?after=zzzz', headers: { 'if-none-match': tag } })
+    t.equal(refused.statusCode, 400)
+    t.equal(refused.headers.etag, undefined)
+  })
+
   t.test('an ETag never matches a new cat that took a deleted cat\'s id', async (t) => {
     const app = await open(t)
     await app.inject({ method: 'POST', url: '/cats', headers: json, payload: tom })

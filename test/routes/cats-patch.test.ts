@@ -88,6 +88,9 @@ t.test('a patch that would make the cat too large: 413, nothing changed', async 
 t.test('with CATS_AUTH=required, a PATCH without a token gets 401 before its body is looked at', async (t) => {
   const app = await build(t, { CATS_AUTH: 'required' })
   t.equal((await patch(app, 1, '{"name":null}', { 'content-type': 'text/plain' })).statusCode, 401)
-  const res = await patch(app, 1, { age: 4 }, { ...mergePatch, ...bearer(tokenFor(app)) })
+  const token = bearer(tokenFor(app))
+  await app.inject({ method: 'POST', url: '/cats', headers: { 'content-type': 'application/json', ...token }, payload: tom })
+  const res = await patch(app, 1, { age: 4 }, { ...mergePatch, ...token })
   t.equal(res.statusCode, 200)
+  t.strictSame(res.json(), { id: 1, ...tom, age: 4 }, 'with a token, patched')
 })

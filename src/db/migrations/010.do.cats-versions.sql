@@ -1,8 +1,15 @@
 -- Versions, for HTTP's conditional requests (ETag, If-Match, If-None-Match).
 --
+-- Creates lock the count row before they insert: the tables are locked in
+-- that order here too, so that a create of an instance still running the
+-- earlier release never waits for this migration while holding what it needs.
+LOCK TABLE cats_count, cats IN ACCESS EXCLUSIVE MODE;
+
 -- A cat's version is a number from one sequence, taken anew by every write of
 -- its data: no two versions of any cats are ever equal, so an ETag never
--- matches a cat created again under a deleted cat's id.
+-- matches a cat created again under a deleted cat's id. A tag is the
+-- database's random epoch and the version, so a database created again, whose
+-- sequence starts over, never answers a tag of the one before.
 CREATE SEQUENCE cats_versions;
 ALTER TABLE cats ADD COLUMN version bigint NOT NULL DEFAULT nextval('cats_versions');
 ALTER SEQUENCE cats_versions OWNED BY cats.version;
@@ -27,6 +34,7 @@ CREATE TRIGGER cats_new_version BEFORE UPDATE OF data ON cats
 -- count row first and lock no stored cat): no two writes wait for each other
 -- in a cycle. It counts once per transaction, however many rows it wrote.
 ALTER TABLE cats_count ADD COLUMN changes bigint NOT NULL DEFAULT 0;
+ALTER TABLE cats_count ADD COLUMN epoch text NOT NULL DEFAULT substr(md5(random()::text || clock_timestamp()::text), 1, 12);
 
 CREATE FUNCTION cats_count_change() RETURNS trigger
 LANGUAGE plpgsql
@@ -43,12 +51,12 @@ CREATE CONSTRAINT TRIGGER cats_changed AFTER INSERT OR UPDATE OF data OR DELETE 
   DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION cats_count_change();
 
 -- cats_merge (migration 4) and cats_merge_many (migration 5) as before, now
--- also answering the version each merge wrote. Its result columns data and
--- version are also variables; in its queries, those names mean the columns.
-DROP FUNCTION cats_merge_many(bigint[], int[], text[], text[], bigint);
-DROP FUNCTION cats_merge(bigint, text[], text[], bigint);
-
-CREATE FUNCTION cats_merge(cat_id bigint, field_keys text[], field_values text[], max_bytes bigint)
+-- also answering the version each merge wrote. New names: instances of the
+-- earlier release still call the old functions while they run, and their
+-- merges still get new versions from the trigger above. The result columns
+-- data and version are also variables; in the queries, those names mean the
+-- columns.
+CREATE FUNCTION cats_merge_versioned(cat_id bigint, field_keys text[], field_values text[], max_bytes bigint)
 RETURNS TABLE (data json, version bigint)
 LANGUAGE plpgsql
 AS $$
@@ -92,7 +100,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION cats_merge_many(cat_ids bigint[], field_counts int[], field_keys text[], field_values text[], max_bytes bigint)
+CREATE FUNCTION cats_merge_many_versioned(cat_ids bigint[], field_counts int[], field_keys text[], field_values text[], max_bytes bigint)
 RETURNS TABLE (has_cat boolean, data json, version bigint)
 LANGUAGE plpgsql
 AS $$
@@ -106,7 +114,7 @@ BEGIN
     data := null;
     version := null;
     SELECT true, merged.data, merged.version INTO has_cat, data, version
-      FROM cats_merge(cat_ids[i], field_keys[first:last], field_values[first:last], max_bytes) AS merged(data, version);
+      FROM cats_merge_versioned(cat_ids[i], field_keys[first:last], field_values[first:last], max_bytes) AS merged(data, version);
     RETURN NEXT;
     first := last + 1;
   END LOOP;

@@ -83,7 +83,7 @@ async function loadDocs (t: Test, context: BrowserContext, base: string, docsPat
   const { page, log, problems } = watched
   await page.goto(`${base}${docsPath}`, { waitUntil: 'load' })
   await page.locator('.opblock').first().waitFor()
-  t.equal(await page.locator('.opblock').count(), 13, `${docsPath}: every operation is listed`)
+  t.equal(await page.locator('.opblock').count(), 14, `${docsPath}: every operation is listed`)
   await page.waitForLoadState('networkidle')
   t.strictSame(problems, [], `${docsPath}: no console error, CSP violation or failed request while loading`)
   t.comment(`${docsPath} console log (${log.length} lines)${log.map((line) => `\n  ${line}`).join('')}`)
