@@ -18,10 +18,9 @@ const CLOSE_MARGIN_MS = 5000
  * prom-client, an optional peer and a large module graph, is loaded only when metrics are on.
  */
 async function serveMetrics (server: FastifyInstance): Promise<{ registry: MetricsRegistry }> {
-  const [{ Registry }, { metricsEndpoint }] = await Promise.all([
-    importOptionalPeer('prom-client', 'METRICS_ENABLED is true', () => import('prom-client')),
-    import('./metrics/metrics-endpoint.js')
-  ])
+  // One after the other: the endpoint's module imports prom-client too, and its failure must not be the one seen.
+  const { Registry } = await importOptionalPeer('prom-client', 'METRICS_ENABLED is true', () => import('prom-client'))
+  const { metricsEndpoint } = await import('./metrics/metrics-endpoint.js')
   const metrics = { registry: new Registry() }
   server.register(metricsEndpoint, metrics)
   return metrics
