@@ -1,10 +1,14 @@
 import fp from 'fastify-plugin'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
-import { documentParams, documentRequestBodies } from '../../src/http/openapi-document.js'
+import { documentParams, documentRequestBodies, documentRequiredHeader } from '../../src/http/openapi-document.js'
+
+const WRITES = new Set(['PUT', 'PATCH', 'DELETE'])
 
 /** OpenAPI 3.1 built from the route schemas; JSON at /docs/json, UI at /docs unless DOCS_ENABLED=false. */
 export default fp(async (fastify) => {
+  // CATS_IF_MATCH=required: writes to a cat answer 428 without If-Match, so the document requires it.
+  const ifMatchRequired = fastify.config.CATS_IF_MATCH === 'required'
   await fastify.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -30,7 +34,11 @@ export default fp(async (fastify) => {
     },
     // Components are named after the shared schemas' $id (Cat, StoredCat, Error, ...); addSchema requires one.
     refResolver: { buildLocalReference: (json) => String(json.$id) },
-    transform: ({ schema, url }) => ({ schema: documentParams(schema), url }),
+    transform: ({ schema, url, route }) => {
+      const documented = documentParams(schema)
+      const write = [route.method].flat().some((method) => WRITES.has(method))
+      return { schema: ifMatchRequired && write ? documentRequiredHeader(documented, 'if-match') : documented, url }
+    },
     transformObject: documentRequestBodies
   })
   if (fastify.config.DOCS_ENABLED) {

@@ -23,6 +23,21 @@ export function documentParams (schema: FastifySchema): FastifySchema {
   return { ...schema, params: { ...params, properties } }
 }
 
+interface HeadersSchema {
+  properties?: Record<string, unknown>
+  required?: string[]
+}
+
+/**
+ * A header the service requires without letting validation refuse it (`If-Match` with CATS_IF_MATCH=required is
+ * answered 428, not 400) is required in the document: a generated client must send it.
+ */
+export function documentRequiredHeader (schema: FastifySchema, header: string): FastifySchema {
+  const headers = schema.headers as HeadersSchema | undefined
+  if (headers?.properties?.[header] === undefined) return schema
+  return { ...schema, headers: { ...headers, required: [...(headers.required ?? []), header] } }
+}
+
 interface Document {
   paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: { $ref?: string } }> } }>>
   components: { schemas: Record<string, { additionalProperties?: unknown }> }

@@ -177,6 +177,10 @@ function suite (t: Test, open: Open): void {
       etag = String(done.headers.etag)
     }
     t.equal((await app.inject({ method: 'POST', url: '/cats', headers: json, payload: tom })).statusCode, 201, 'creates need no If-Match')
+    const document = (await app.inject('/docs/json')).json()
+    const ifMatch = (method: string) => document.paths['/cats/{id}'][method].parameters.find((parameter: { name: string }) => parameter.name === 'if-match')
+    t.strictSame(['put', 'patch', 'delete'].map((method) => ifMatch(method).required), [true, true, true], 'the document requires If-Match on writes')
+    t.equal(ifMatch('get').required, false, 'and not on reads')
   })
 }
 
