@@ -79,7 +79,7 @@ if (TEST_DATABASE_URL === undefined) {
     t.equal(profile.status, 200, "A's token opens B's /profile")
     t.strictSame(profile.body, { userId: user.id, username: user.username })
 
-    // Conditional writes across the two servers (D34): of two writes with the same If-Match, exactly one wins.
+    // Conditional writes across the two servers: of two writes with the same If-Match, exactly one wins.
     const etag = (await call(a.base, 'GET', '/cats/1')).headers.get('etag') ?? ''
     t.equal((await call(b.base, 'GET', '/cats/1', undefined, { 'if-none-match': etag })).status, 304, "A's ETag is B's too")
     const losses: string[] = []

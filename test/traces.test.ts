@@ -9,7 +9,7 @@ import { fetchKeepAlive, startServer } from './support/server.js'
 import { adminClient, freshServerSchema, urlWithSchema } from './support/sql-schemas.js'
 import { TEST_SECRET } from './support/app.js'
 
-// D37 on the compiled server, as `npm start` runs it with the standard OTEL_* settings, PostgreSQL and Redis: the
+// Traces of the compiled server, as `npm start` runs it with the standard OTEL_* settings, PostgreSQL and Redis: the
 // spans of a login, a refresh and a PUT reach an OTLP/HTTP collector (in this process) when the server stops; the
 // PUT continues the incoming traceparent, its children are the SQL statement and the Redis check of the token; the
 // log lines carry the ids; and no token, password or key is in any span.

@@ -52,7 +52,7 @@ export function startTracing ({ exporters, protocol }: TracesSettings, log: Fast
   })
   provider.register()
   // The request span and the handler's only: a span per hook would mostly measure microseconds. No exception
-  // events: an error's message and stack stay in the log, where D25's redaction applies.
+  // events: an error's message and stack stay in the log, whose redaction keeps tokens and passwords out.
   const instrumentation = new FastifyOtelInstrumentation({ instrumentHooks: false, recordExceptions: false, requestHook: nameRequestSpan })
   instrumentation.setTracerProvider(provider)
   return {

@@ -7,7 +7,7 @@ import { bearer, build, testConfig, tokenFor } from '../support/app.js'
 import { TcpProxy } from '../support/tcp-proxy.js'
 import { adminClient, freshServerSchema, urlWithSchema } from '../support/sql-schemas.js'
 
-// D36: a client that prefers application/problem+json gets every error as RFC 9457 Problem Details; any
+// A client that prefers application/problem+json gets every error as RFC 9457 Problem Details; any
 // other client gets the service's own error body, unchanged. Every response of `build` is also checked
 // against the OpenAPI document, which documents both media types for each error.
 

@@ -4,7 +4,7 @@ import { build, bearer, tokenFor } from '../support/app.js'
 import { adminClient, freshServerSchema, urlWithSchema } from '../support/sql-schemas.js'
 import type { ConfigInput } from '../../src/config.js'
 
-// Conditional requests (D34) through the routes, on the in-memory store and on PostgreSQL when CI has it.
+// Conditional requests (ETag, If-None-Match, If-Match; RFC 9110) through the routes, on the in-memory store and on PostgreSQL when CI has it.
 
 const tom = { name: 'Tom', age: 3, breed: 'Siamese' }
 const json = { 'content-type': 'application/json' }

@@ -2,7 +2,7 @@ import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { build, bearer, tokenFor } from '../support/app.js'
 
-// PATCH /cats/:id with a JSON merge patch (D35). The stores apply it alike: see the store contract.
+// PATCH /cats/:id with a JSON merge patch (RFC 7396). The stores apply it alike: see the store contract.
 
 const tom = { name: 'Tom', age: 3, breed: 'Siamese' }
 const mergePatch = { 'content-type': 'application/merge-patch+json' }
