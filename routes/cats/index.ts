@@ -21,7 +21,8 @@ import { invalidRequest } from '../../src/http/validation-issues.js'
 import { writesAllowed } from '../../src/cats/low-memory.js'
 import { findMergeProblems } from '../../src/cats/merge-safety.js'
 import { clientAddress } from '../../src/http/client-address.js'
-import { mapMaybePromise } from '../../src/maybe-promise.js'
+import { mapMaybePromise, type MaybePromise } from '../../src/maybe-promise.js'
+import type { FieldError } from '../../src/http/validation-issues.js'
 
 const cats: FastifyPluginAsyncTypebox = async (fastify) => {
   const { CATS_AUTH, CATS_IF_MATCH, WRITE_HEAP_RATIO, LIST_STREAMS_MAX, LIST_WRITE_TIMEOUT_MS } = fastify.config
@@ -56,6 +57,20 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
     return condition.match === undefined && condition.noneMatch === undefined ? undefined : condition
   }
   const conditionErrors = { 412: preconditionFailed, ...(ifMatchRequired ? { 428: preconditionRequired } : {}) }
+
+  // What PUT and PATCH share besides their bodies: the errors they document, and the steps around the store's write
+  // (preconditions, then the body's problems, then memory), whose answer is the cat as stored, serialized once.
+  const writeErrors = {
+    ...authErrors, ...conditionErrors, 413: catTooLarge, 415: unsupportedMediaType, 503: storeUnavailable, 507: insufficientStorage
+  }
+  const writeCat = (request: FastifyRequest, reply: FastifyReply, findProblems: () => FieldError[],
+    write: (condition: VersionCondition | undefined) => MaybePromise<VersionedCat | undefined>): MaybePromise<string> => {
+    const condition = writeCondition(request)
+    const problems = findProblems()
+    if (problems.length > 0) throw invalidRequest('body', problems)
+    assertMemoryForWrites()
+    return mapMaybePromise(write(condition), (cat) => catOrEmpty(reply, cat))
+  }
 
   // heapUsed is under-pressure's once-a-second sample, so the check costs nothing per request.
   const canWrite = writesAllowed(getHeapStatistics().heap_size_limit, WRITE_HEAP_RATIO, () => fastify.memoryUsage().heapUsed)
@@ -194,22 +209,11 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
         200: catOrEmptyResponse('The whole cat after the merge, or an empty text/plain body when no cat has this id', JsonText(ref(StoredCat))),
         400: badRequest('The id or the body is invalid: not a JSON object, a reserved key such as __proto__, or nested too deep',
           'params.id', `must match pattern "${INTEGER_TEXT_PATTERN}"`),
-        ...authErrors,
-        ...conditionErrors,
-        413: catTooLarge,
-        415: unsupportedMediaType,
-        503: storeUnavailable,
-        507: insufficientStorage
+        ...writeErrors
       }
     }
-  }, (request, reply) => {
-    const condition = writeCondition(request)
-    const problems = findMergeProblems(request.body)
-    if (problems.length > 0) throw invalidRequest('body', problems)
-    assertMemoryForWrites()
-    // The merged cat's JSON as stored: serialized once, by the store.
-    return mapMaybePromise(fastify.catsStore.update(catId(request.params), request.body, condition), (cat) => catOrEmpty(reply, cat))
-  })
+  }, (request, reply) => writeCat(request, reply, () => findMergeProblems(request.body),
+    (condition) => fastify.catsStore.update(catId(request.params), request.body, condition)))
 
   // PATCH takes only merge patches: in a scope of its own, whose one body parser is for that media type, so any
   // other gets 415 (and the other routes here never take it).
@@ -233,21 +237,11 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
           200: catOrEmptyResponse('The whole cat after the patch, or an empty text/plain body when no cat has this id', JsonText(ref(StoredCat))),
           400: badRequest('The id or the body is invalid: not a JSON object, null for name, age or breed, a reserved key such as __proto__, or nested too deep',
             'body.name', 'must not be null: a cat keeps its name, age and breed'),
-          ...authErrors,
-          ...conditionErrors,
-          413: catTooLarge,
-          415: unsupportedMediaType,
-          503: storeUnavailable,
-          507: insufficientStorage
+          ...writeErrors
         }
       }
-    }, (request, reply) => {
-      const condition = writeCondition(request)
-      const problems = findPatchProblems(request.body)
-      if (problems.length > 0) throw invalidRequest('body', problems)
-      assertMemoryForWrites()
-      return mapMaybePromise(fastify.catsStore.patch(catId(request.params), request.body, condition), (cat) => catOrEmpty(reply, cat))
-    })
+    }, (request, reply) => writeCat(request, reply, () => findPatchProblems(request.body),
+      (condition) => fastify.catsStore.patch(catId(request.params), request.body, condition)))
   })
 
   fastify.delete('/:id', {
