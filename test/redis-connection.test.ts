@@ -1,7 +1,8 @@
 import t from 'tap'
 import Fastify from 'fastify'
-import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api'
-import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-node'
+import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api'
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-node'
+import { recordSpans } from './support/span-recorder.js'
 import { connectRedis } from '../src/redis-connection.js'
 import { freshKeyPrefix } from './support/redis.js'
 
@@ -12,14 +13,7 @@ const redisUrl = process.env.TEST_REDIS_URL
 if (redisUrl === undefined || redisUrl === '') {
   t.comment('TEST_REDIS_URL is not set: the Redis span tests were skipped')
 } else {
-  const exporter = new InMemorySpanExporter()
-  const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] })
-  provider.register()
-  t.teardown(async () => {
-    await provider.shutdown()
-    trace.disable()
-    context.disable()
-  })
+  const exporter = recordSpans(t)
   const { client } = await connectRedis(redisUrl, Fastify({ logger: false }).log)
   t.teardown(() => { client.disconnect() })
   const prefix = freshKeyPrefix(t, redisUrl)

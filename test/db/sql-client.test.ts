@@ -1,6 +1,7 @@
 import t, { type Test } from 'tap'
-import { context, trace } from '@opentelemetry/api'
-import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-node'
+import { trace } from '@opentelemetry/api'
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-node'
+import { recordSpans } from '../support/span-recorder.js'
 import { pgliteClient, postgresClient, type SqlClient } from '../../src/db/sql-client.js'
 import { pgliteCopy } from '../support/pglite-template.js'
 import { adminClient, freshServerSchema, urlWithSchema } from '../support/sql-schemas.js'
@@ -8,14 +9,7 @@ import { adminClient, freshServerSchema, urlWithSchema } from '../support/sql-sc
 // The spans of the SQL clients: one per statement, transaction and probe made in a traced request, alike for
 // PostgreSQL and PGlite; statement texts with their placeholders, never the parameters.
 
-const exporter = new InMemorySpanExporter()
-const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] })
-provider.register()
-t.teardown(async () => {
-  await provider.shutdown()
-  trace.disable()
-  context.disable()
-})
+const exporter = recordSpans(t)
 const host = trace.getTracer('host')
 
 const PARAMETER = 'parameter-value-never-recorded'

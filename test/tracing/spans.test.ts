@@ -1,6 +1,6 @@
 import t from 'tap'
 import { context, SpanStatusCode, trace, TraceFlags } from '@opentelemetry/api'
-import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-node'
+import { recordSpans } from '../support/span-recorder.js'
 import { childSpan, inChildSpan, recordingSpan, SpanKind, traceLogFields, type SpanStart } from '../../src/tracing/spans.js'
 
 // The service's spans through @opentelemetry/api: children of a recorded span only, nothing without an SDK.
@@ -22,14 +22,7 @@ t.test('without an SDK: the work runs as it is, no span is made and nothing is a
 })
 
 t.test('with a host\'s SDK registered (after the plugin\'s modules were loaded)', async (t) => {
-  const exporter = new InMemorySpanExporter()
-  const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] })
-  provider.register()
-  t.teardown(async () => {
-    await provider.shutdown()
-    trace.disable()
-    context.disable()
-  })
+  const exporter = recordSpans(t)
   const host = trace.getTracer('host')
   t.beforeEach(() => exporter.reset())
 
