@@ -22,16 +22,21 @@ export const ValidationIssue = Type.Object({
 }, { $id: 'ValidationIssue', description: 'One field that failed validation' })
 export type ValidationIssue = Static<typeof ValidationIssue>
 
-/** The one error shape of the service. */
-export const ErrorReply = Type.Object({
-  statusCode: Type.Integer({ description: 'The HTTP status' }),
-  error: Type.String({ description: 'HTTP reason phrase' }),
-  message: Type.String({ maxLength: MAX_MESSAGE_CHARS, description: 'What went wrong, for people; branch on `code`' }),
+/** What both shapes of an error carry: the stable code, and the failing fields of a validation error. */
+const errorCodeAndIssues = {
   code: Type.String({ description: 'Stable error code (listed in the README)' }),
   validation: Type.Optional(Type.Array(ref(ValidationIssue), {
     maxItems: MAX_ISSUES,
     description: `One entry for each failing field, the first ${MAX_ISSUES} found`
   }))
+}
+
+/** The one error shape of the service. */
+export const ErrorReply = Type.Object({
+  statusCode: Type.Integer({ description: 'The HTTP status' }),
+  error: Type.String({ description: 'HTTP reason phrase' }),
+  message: Type.String({ maxLength: MAX_MESSAGE_CHARS, description: 'What went wrong, for people; branch on `code`' }),
+  ...errorCodeAndIssues
 }, { $id: 'Error', description: 'The error body of every failed request' })
 export type ErrorReply = Static<typeof ErrorReply>
 
@@ -51,11 +56,7 @@ export const ProblemDetails = Type.Object({
     maxLength: MAX_INSTANCE_CHARS,
     description: `The path of the request as sent, without its query; a longer one keeps its start and end around "…" (${MAX_INSTANCE_CHARS} characters in all)`
   }),
-  code: Type.String({ description: 'Stable error code (listed in the README)' }),
-  validation: Type.Optional(Type.Array(ref(ValidationIssue), {
-    maxItems: MAX_ISSUES,
-    description: `One entry for each failing field, the first ${MAX_ISSUES} found`
-  }))
+  ...errorCodeAndIssues
 }, { $id: 'ProblemDetails', description: 'The error body as RFC 9457 Problem Details, for a client whose Accept prefers application/problem+json' })
 export type ProblemDetails = Static<typeof ProblemDetails>
 
