@@ -8,13 +8,13 @@ import { promisify } from 'node:util'
 import { Redis } from 'ioredis'
 import semver from 'semver'
 import type { Test } from 'tap'
-import { TEST_SECRET } from './support/app.js'
-import { freshKeyPrefix } from './support/redis.js'
-import { plainNode, withoutTapLoader } from './support/server.js'
-import { adminClient, freshServerSchema, urlWithSchema } from './support/sql-schemas.js'
+import { TEST_SECRET } from '../support/app.js'
+import { freshKeyPrefix } from '../support/redis.js'
+import { plainNode, withoutTapLoader } from '../support/server.js'
+import { adminClient, freshServerSchema, urlWithSchema } from '../support/sql-schemas.js'
 
 const run = promisify(execFile)
-const root = join(import.meta.dirname, '..')
+const root = join(import.meta.dirname, '..', '..')
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
 /** The optional peer dependencies: a host installs one only for the setting that needs it. */
 const optionalPeers = Object.keys(pkg.peerDependenciesMeta).filter((name) => pkg.peerDependenciesMeta[name].optional === true)
