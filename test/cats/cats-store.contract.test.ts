@@ -9,7 +9,8 @@ import { pgliteClient, postgresClient, type SqlClient } from '../../src/db/sql-c
 import { SqlCatsStore } from '../../src/cats/sql-cats-store.js'
 import { migrate } from '../../src/db/migrations.js'
 import type { CreateCatBody, StoredCat, UpdateCatBody } from '../../src/cats/schemas.js'
-import { adminClient, freshSchemaName, freshSchemaOn, freshServerSchema, urlWithSchema } from '../support/sql-schemas.js'
+import { adminClient, freshSchemaName, freshServerSchema, urlWithSchema } from '../support/sql-schemas.js'
+import { schemaSnapshot, type SchemaReset } from '../support/schema-reset.js'
 import { pgliteCopy } from '../support/pglite-template.js'
 
 /**
@@ -502,11 +503,37 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
   })
 }
 
-/** Turns a schema factory into a store factory: migrate the fresh schema, then open the store on it. */
-const sqlStores = (openSchema: SchemaFactory): StoreFactory => async (t, storeLimits = NO_LIMITS, now = Date.now) => {
-  const client = await openSchema(t)
-  await migrate(client)
-  return withObjects(new SqlCatsStore(client, storeLimits, { now }))
+/** How a SQL suite reaches its database: schemas made for a test or for the suite, and clients on one of them. */
+interface SqlTarget {
+  /** A new, empty schema, dropped on `t`'s teardown. */
+  createSchema: (t: Test) => Promise<string>
+  /** A client whose statements run in `schema`; whatever it opens is closed on `t`'s teardown. */
+  openOn: (t: Test, schema: string) => Promise<SqlClient>
+}
+
+/**
+ * The store factory of a SQL suite: one schema for the suite, migrated on first use, and for each test emptied
+ * back to what the migrations left (migrating a new schema for every test would cost many times that).
+ */
+function sqlStores (suite: Test, target: SqlTarget): StoreFactory {
+  let migrated: Promise<{ schema: string, reset: SchemaReset | undefined }> | undefined
+  return async (t, storeLimits = NO_LIMITS, now = Date.now) => {
+    migrated ??= target.createSchema(suite).then((schema) => ({ schema, reset: undefined }))
+    const state = await migrated
+    const client = await target.openOn(t, state.schema)
+    if (state.reset === undefined) {
+      await migrate(client)
+      state.reset = await schemaSnapshot(client)
+    } else {
+      await state.reset(client)
+    }
+    return withObjects(new SqlCatsStore(client, storeLimits, { now }))
+  }
+}
+
+/** The contract over a SQL target; the migration cases get schemas of their own. */
+function sqlContract (t: Test, target: SqlTarget): void {
+  contractSuite(t, sqlStores(t, target), async (t) => await target.openOn(t, await target.createSchema(t)))
 }
 
 // Both open copies of an initialised empty database (creating one from nothing takes seconds more), and open
@@ -524,11 +551,26 @@ t.test('in-memory MemoryCatsStore', async (t) => {
   })
 })
 
+/** Schemas on a PGlite's one session: its search_path chooses the schema of every statement. */
+function pgliteSchemas (exec: (sql: string) => Promise<unknown>): SqlTarget['createSchema'] {
+  return async (t) => {
+    const schema = freshSchemaName('cats_test')
+    await exec(`CREATE SCHEMA ${schema}`)
+    t.teardown(async () => { await exec(`SET search_path TO public; DROP SCHEMA ${schema} CASCADE`) })
+    return schema
+  }
+}
+
 t.test('SqlCatsStore over PGlite in process (pglite://<directory>)', async (t) => {
-  // One PGlite for the suite; each test gets its own schema on it.
+  // One PGlite for the suite, its schemas chosen by the search_path of its one session.
   const shared = await inProcess
-  const openSchema: SchemaFactory = async (t) => await freshSchemaOn(t, shared, 'cats_test')
-  contractSuite(t, sqlStores(openSchema), openSchema)
+  sqlContract(t, {
+    createSchema: pgliteSchemas(async (sql) => { await shared.transaction(async (tx) => { await tx.execScript(sql) }) }),
+    openOn: async (_t, schema) => {
+      await shared.query(`SET search_path TO ${schema}`)
+      return shared
+    }
+  })
 })
 
 t.test('SqlCatsStore over node-postgres, to a PGlite socket server', async (t) => {
@@ -539,17 +581,15 @@ t.test('SqlCatsStore over node-postgres, to a PGlite socket server', async (t) =
   const url = `postgres://postgres@${server.getServerConn()}/postgres`
   // The socket server gives every connection the same PGlite session, so its search_path is set there
   // (and two connections' named statements would collide there).
-  const openSchema: SchemaFactory = async (t) => {
-    const schema = freshSchemaName('cats_test')
-    await db.exec(`CREATE SCHEMA ${schema}; SET search_path TO ${schema}`)
-    const client = await postgresClient(url, { preparedStatements: false })
-    t.teardown(async () => {
-      await client.close()
-      await db.exec(`SET search_path TO public; DROP SCHEMA ${schema} CASCADE`)
-    })
-    return client
-  }
-  contractSuite(t, sqlStores(openSchema), openSchema)
+  sqlContract(t, {
+    createSchema: pgliteSchemas(async (sql) => await db.exec(sql)),
+    openOn: async (t, schema) => {
+      await db.exec(`SET search_path TO ${schema}`)
+      const client = await postgresClient(url, { preparedStatements: false })
+      t.teardown(() => client.close())
+      return client
+    }
+  })
 })
 
 const serverUrl = process.env.TEST_DATABASE_URL
@@ -558,13 +598,14 @@ if (serverUrl === undefined || serverUrl === '') {
 } else {
   t.test('SqlCatsStore over node-postgres, to the PostgreSQL server at TEST_DATABASE_URL', async (t) => {
     const admin = await adminClient(t, serverUrl)
-    // Each test gets its own schema, dropped afterwards: parallel files and re-runs never meet.
-    const openSchema: SchemaFactory = async (t) => {
-      const schema = await freshServerSchema(t, admin, 'cats_test')
-      const client = await postgresClient(urlWithSchema(serverUrl, schema))
-      t.teardown(() => client.close())
-      return client
-    }
-    contractSuite(t, sqlStores(openSchema), openSchema)
+    // Schemas of its own, dropped afterwards: parallel files and re-runs never meet.
+    sqlContract(t, {
+      createSchema: async (t) => await freshServerSchema(t, admin, 'cats_test'),
+      openOn: async (t, schema) => {
+        const client = await postgresClient(urlWithSchema(serverUrl, schema))
+        t.teardown(() => client.close())
+        return client
+      }
+    })
   })
 }
