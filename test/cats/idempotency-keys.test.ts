@@ -7,7 +7,8 @@ import { pgliteClient, postgresClient, type SqlClient } from '../../src/db/sql-c
 import { SqlCatsStore } from '../../src/cats/sql-cats-store.js'
 import { migrate } from '../../src/db/migrations.js'
 import type { CreateCatBody } from '../../src/cats/schemas.js'
-import { adminClient, freshSchemaOn, freshServerSchema, urlWithSchema } from '../support/sql-schemas.js'
+import { adminClient, freshSchemaName, freshSchemaOn, freshServerSchema, urlWithSchema } from '../support/sql-schemas.js'
+import { schemaSnapshot, type SchemaReset } from '../support/schema-reset.js'
 import { pgliteCopy } from '../support/pglite-template.js'
 
 /**
@@ -149,10 +150,20 @@ async function sqlUsage (t: Test, client: SqlClient, of?: string): Promise<Usage
   return usage
 }
 
-function sqlSuite (t: Test, openSchema: (t: Test) => Promise<SqlClient>): void {
+/**
+ * `openSchema` gives a client on a new, empty schema; `openMigrated` one on the suite's schema, which the first
+ * test migrates and each later one empties back to what the migrations left (cheaper than migrating anew).
+ */
+function sqlSuite (t: Test, openSchema: (t: Test) => Promise<SqlClient>, openMigrated: (t: Test) => Promise<SqlClient>): void {
+  let reset: SchemaReset | undefined
   const open: Opener = async (t, limits, now = Date.now) => {
-    const client = await openSchema(t)
-    await migrate(client)
+    const client = await openMigrated(t)
+    if (reset === undefined) {
+      await migrate(client)
+      reset = await schemaSnapshot(client)
+    } else {
+      await reset(client)
+    }
     const store = new SqlCatsStore(client, limitsWith(limits), { now })
     return { store, usage: async (of) => await sqlUsage(t, client, of) }
   }
@@ -197,7 +208,21 @@ t.teardown(async () => { await (await inProcess).close() })
 
 t.test('SqlCatsStore over PGlite', async (t) => {
   const shared = await inProcess
-  sqlSuite(t, async (t) => await freshSchemaOn(t, shared, 'idempotency_test'))
+  // The schemas of the PGlite's one session are chosen by its search_path; the suite's is made on first use.
+  let suiteSchema: string | undefined
+  sqlSuite(t, async (t) => await freshSchemaOn(t, shared, 'idempotency_test'), async () => {
+    if (suiteSchema === undefined) {
+      suiteSchema = freshSchemaName('idempotency_test')
+      await shared.query(`CREATE SCHEMA ${suiteSchema}`)
+      const schema = suiteSchema
+      t.teardown(async () => {
+        await shared.query('SET search_path TO public')
+        await shared.query(`DROP SCHEMA ${schema} CASCADE`)
+      })
+    }
+    await shared.query(`SET search_path TO ${suiteSchema}`)
+    return shared
+  })
 })
 
 const serverUrl = process.env.TEST_DATABASE_URL
@@ -206,11 +231,12 @@ if (serverUrl === undefined || serverUrl === '') {
 } else {
   t.test('SqlCatsStore over the PostgreSQL server at TEST_DATABASE_URL', async (t) => {
     const admin = await adminClient(t, serverUrl)
-    sqlSuite(t, async (t) => {
-      const schema = await freshServerSchema(t, admin, 'idempotency_test')
+    const clientOn = async (t: Test, schema: string): Promise<SqlClient> => {
       const client = await postgresClient(urlWithSchema(serverUrl, schema))
       t.teardown(() => client.close())
       return client
-    })
+    }
+    const suiteSchema = freshServerSchema(t, admin, 'idempotency_test')
+    sqlSuite(t, async (t) => await clientOn(t, await freshServerSchema(t, admin, 'idempotency_test')), async (t) => await clientOn(t, await suiteSchema))
   })
 }
