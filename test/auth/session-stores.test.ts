@@ -14,7 +14,7 @@ import { testRedis } from '../support/redis.js'
 import { SessionStoreUnavailable } from '../../src/errors.js'
 import { closedPort } from '../support/ports.js'
 import { logCapture } from '../support/app.js'
-import { adminClient, freshSchemaOn, freshServerSchema, urlWithSchema } from '../support/sql-schemas.js'
+import { adminClient, freshSchemaName, freshSchemaOn, freshServerSchema, urlWithSchema } from '../support/sql-schemas.js'
 import { pgliteCopy } from '../support/pglite-template.js'
 
 /**
@@ -318,22 +318,30 @@ t.test('memory', async (t) => {
   })
 })
 
-/** SQL stores on a migrated schema; `count` reads a table's rows, to see the sweeping. */
-function sqlSuites (t: Test, openSchema: Open<SqlClient>): void {
+/**
+ * SQL stores on a migrated schema; `count` reads a table's rows, to see the sweeping. The suite migrates one schema
+ * (migrating takes longer than most tests) and each test gets it with the stores' tables emptied.
+ */
+function sqlSuites (t: Test, openSchema: Open<SqlClient>, openSuiteSchema: () => Promise<SqlClient> = () => openSchema(t)): void {
   const status = new DependencyStatus('database', silentLog, async () => {})
-  const migrated = async (t: Test): Promise<SqlClient> => {
-    const client = await openSchema(t)
-    await migrate(client)
+  let schema: Promise<SqlClient> | undefined
+  const migrated = async (): Promise<SqlClient> => {
+    schema ??= openSuiteSchema().then(async (client) => {
+      await migrate(client)
+      return client
+    })
+    const client = await schema
+    await client.query('TRUNCATE revoked_tokens, sessions')
     return client
   }
-  revocationContract(t, async (t) => new SqlDenylist(await migrated(t), status))
-  sessionContract(t, async (t) => new SqlSessionStore(await migrated(t), status), async (t) => {
-    const client = await migrated(t)
+  revocationContract(t, async () => new SqlDenylist(await migrated(), status))
+  sessionContract(t, async () => new SqlSessionStore(await migrated(), status), async () => {
+    const client = await migrated()
     return { store: new SqlSessionStore(client, status), count: async () => Number((await client.query<{ n: string }>('SELECT count(*) AS n FROM sessions'))[0].n) }
   })
 
   t.test('expired rows are deleted as new ones arrive', async (t) => {
-    const client = await migrated(t)
+    const client = await migrated()
     const count = async (table: string): Promise<number> => Number((await client.query<{ n: string }>(`SELECT count(*) AS n FROM ${table}`))[0].n)
     const denylist = new SqlDenylist(client, status)
     const oldUntil = Date.now() + 100
@@ -350,6 +358,8 @@ function sqlSuites (t: Test, openSchema: Open<SqlClient>): void {
     await sessions.close()
   })
 
+  // Last of the suite: on the shared PGlite session, its own schema takes the search path, and its teardown sets
+  // that back to public.
   t.test('a session with a refresh token from before session records keeps it, as its generation 0', async (t) => {
     const client = await openSchema(t)
     await migrate(client, '006')
@@ -383,7 +393,14 @@ t.test('PGlite in process', async (t) => {
   t.teardown(async () => {
     if (!closed) await shared.close()
   })
-  sqlSuites(t, async (t) => await freshSchemaOn(t, shared, 'sessions_test'))
+  sqlSuites(t, async (t) => await freshSchemaOn(t, shared, 'sessions_test'), async () => {
+    // The suite's schema is not dropped: the database is a private copy, removed when the suite ends, and its last
+    // test closes the shared session before that.
+    const schema = freshSchemaName('sessions_test')
+    await shared.query(`CREATE SCHEMA ${schema}`)
+    await shared.query(`SET search_path TO ${schema}`)
+    return shared
+  })
 
   t.test('a database that fails gives SessionStoreUnavailable, and its status hears of it', async (t) => {
     // The shared PGlite, closed: the tests before this one are done with it (another one would take a second to open).
