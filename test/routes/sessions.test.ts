@@ -10,7 +10,7 @@ import { freshKeyPrefix } from '../support/redis.js'
 import { concurrentRefreshTrials, raceTrials } from '../support/session-races.js'
 import { CHEAP_HASH, cheapDemoUsers } from '../support/cheap-users.js'
 import { hashPassword } from '../../src/auth/password.js'
-import { pgliteCopy } from '../support/pglite-template.js'
+import { pgliteMigratedCopy } from '../support/pglite-template.js'
 
 /**
  * Logout and refresh tokens over HTTP, per store: memory, PGlite in process,
@@ -455,7 +455,8 @@ t.test('memory', async (t) => {
 t.test('PGlite in process', async (t) => {
   // Opening a PGlite takes a second or more: the tests share one app (and its database) per configuration,
   // closed at the end. They use sessions of their own, and none of them counts or sweeps the sessions of
-  // another. Each database is a copy of an initialised empty one (creating one from nothing takes seconds more).
+  // another. Each database is a copy of an initialised one with the migrations applied (creating one from nothing
+  // takes seconds more, migrating it a good part of a second).
   const apps = new Map<string, Promise<FastifyInstance>>()
   const shared = (config: Config): Promise<FastifyInstance> => {
     const key = JSON.stringify(config)
@@ -463,7 +464,7 @@ t.test('PGlite in process', async (t) => {
     if (app === undefined) {
       // Load shedding is off: opening the next one holds the event loop for a second or more, which the apps
       // already open would measure as overload (503).
-      const opened = pgliteCopy(t).then(async (dir) =>
+      const opened = pgliteMigratedCopy(t).then(async (dir) =>
         await createApp({ DATABASE_URL: `pglite://${dir}`, MAX_EVENT_LOOP_DELAY_MS: 0, ...config }, { users }))
       // Registered after the copy's removal, so it runs first: the app closes its database before it goes.
       t.teardown(async () => { await (await opened).close() })
