@@ -7,10 +7,10 @@ import { bearer, build, createApp, tokenFor } from '../support/app.js'
 import { closedPort } from '../support/ports.js'
 import { adminClient, freshServerSchema, urlWithSchema } from '../support/sql-schemas.js'
 import { freshKeyPrefix } from '../support/redis.js'
-import { raceTrials } from '../support/session-races.js'
+import { concurrentRefreshTrials, raceTrials } from '../support/session-races.js'
 import { CHEAP_HASH, cheapDemoUsers } from '../support/cheap-users.js'
 import { hashPassword } from '../../src/auth/password.js'
-import { pgliteCopy } from '../support/pglite-template.js'
+import { pgliteMigratedCopy } from '../support/pglite-template.js'
 
 /**
  * Logout and refresh tokens over HTTP, per store: memory, PGlite in process,
@@ -149,19 +149,11 @@ function sessionSuite (t: Test, instances: Instances): void {
     t.equal((await refresh(app, bystander.refresh_token)).statusCode, 200)
   })
 
+  // A race: its hundreds of trials are in test/stress/session-races.stress.ts; here a few cover its paths.
   t.test('two tabs refreshing one token at once, on two instances, get the same new tokens and the session goes on', async (t) => {
     const open = instances(t)
     const [a, b] = [await open(WITH_WINDOW), await open(WITH_WINDOW)]
-    for (let trial = 0; trial < 10; trial++) {
-      const first = await login(a)
-      const answers = await Promise.all([a, b, a, b].map(async (app) => await refresh(app, first.refresh_token ?? '')))
-      t.strictSame(answers.map((res) => res.statusCode), [200, 200, 200, 200], `trial ${trial}: every tab is answered`)
-      const tokens: Tokens[] = answers.map((res) => res.json())
-      t.equal(new Set(tokens.map((token) => token.refresh_token)).size, 1, `trial ${trial}: one new refresh token, never a generation more`)
-      t.equal(new Set(tokens.map((token) => token.access_token)).size, 4, `trial ${trial}: an access token each`)
-      for (const [index, token] of tokens.entries()) t.equal((await profile(index % 2 === 0 ? b : a, token.access_token)).statusCode, 200)
-      t.equal((await refresh(b, tokens[0].refresh_token ?? '')).statusCode, 200, `trial ${trial}: the session goes on`)
-    }
+    t.strictSame(await concurrentRefreshTrials(a, b, 3), [], 'in each of 3 trials every tab got the one new refresh token and an access token of its own, and the session went on')
   })
 
   t.test('with the reuse window, an older token, or the replaced one after the window, is still a reuse', async (t) => {
@@ -399,13 +391,14 @@ function sharedRefreshSuite (t: Test, instances: Instances): void {
     refusedRefresh(t, await refresh(a, second.refresh_token), 'the current refresh token, on A')
   })
 
+  // A race: its hundreds of trials are in test/stress/session-races.stress.ts; here a few cover its paths.
   t.test('a thief refreshing a stolen session in a loop never outlives the owner\'s reuse or logout on another instance', async (t) => {
     const open = instances(t)
     const [a, b] = [await open(REFRESH_ON), await open(REFRESH_ON)]
-    t.equal(await raceTrials(a, b, 'reuse', 25), 0, 'survivors of 25 reuse races')
-    t.equal(await raceTrials(a, b, 'logout', 25), 0, 'survivors of 25 logout races')
+    t.equal(await raceTrials(a, b, 'reuse', 5), 0, 'survivors of 5 reuse races')
+    t.equal(await raceTrials(a, b, 'logout', 5), 0, 'survivors of 5 logout races')
     const [c, d] = [await open(WITH_WINDOW), await open(WITH_WINDOW)]
-    t.equal(await raceTrials(c, d, 'logout', 25), 0, 'survivors of 25 logout races, with the reuse window')
+    t.equal(await raceTrials(c, d, 'logout', 5), 0, 'survivors of 5 logout races, with the reuse window')
   })
 
   t.test('a refresh for a user who no longer exists is refused and ends the session', async (t) => {
@@ -419,11 +412,14 @@ function sharedRefreshSuite (t: Test, instances: Instances): void {
 }
 
 t.test('memory', async (t) => {
-  const memory: Instances = (t) => (config = {}, options = {}) => build(t, config, { users, ...options })
-  sessionSuite(t, (t) => {
-    // Two apps in memory share nothing: the "two instances" case needs one app seen twice.
-    let app: Promise<FastifyInstance> | undefined
-    return (config, options) => (app ??= memory(t)(config, options))
+  // One app per configuration, shared by the suite's tests as on the servers below (starting one costs more than
+  // most tests). Two apps in memory share nothing: the "two instances" case needs one app seen twice.
+  const apps = new Map<string, Promise<FastifyInstance>>()
+  sessionSuite(t, () => (config = {}, options = {}) => {
+    const key = JSON.stringify([config, options])
+    const app = apps.get(key) ?? build(t, config, { users, ...options })
+    apps.set(key, app)
+    return app
   })
 
   t.test('a host\'s own revocation check is consulted after the service\'s, with the claims and the request', async (t) => {
@@ -446,19 +442,21 @@ t.test('memory', async (t) => {
     refusedToken(t, await profile(sync, tokenFor(sync)), 'a synchronous check')
   })
 
+  // A race: its hundreds of trials are in test/stress/session-races.stress.ts; here a few cover its paths.
   t.test('a thief refreshing in a loop never outlives the owner\'s reuse or logout', async (t) => {
     const app = await build(t, REFRESH_ON, { users })
-    t.equal(await raceTrials(app, app, 'reuse', 25), 0, 'survivors of 25 reuse races')
-    t.equal(await raceTrials(app, app, 'logout', 25), 0, 'survivors of 25 logout races')
+    t.equal(await raceTrials(app, app, 'reuse', 5), 0, 'survivors of 5 reuse races')
+    t.equal(await raceTrials(app, app, 'logout', 5), 0, 'survivors of 5 logout races')
     const windowed = await build(t, WITH_WINDOW, { users })
-    t.equal(await raceTrials(windowed, windowed, 'logout', 25), 0, 'survivors of 25 logout races, with the reuse window')
+    t.equal(await raceTrials(windowed, windowed, 'logout', 5), 0, 'survivors of 5 logout races, with the reuse window')
   })
 })
 
 t.test('PGlite in process', async (t) => {
   // Opening a PGlite takes a second or more: the tests share one app (and its database) per configuration,
   // closed at the end. They use sessions of their own, and none of them counts or sweeps the sessions of
-  // another. Each database is a copy of an initialised empty one (creating one from nothing takes seconds more).
+  // another. Each database is a copy of an initialised one with the migrations applied (creating one from nothing
+  // takes seconds more, migrating it a good part of a second).
   const apps = new Map<string, Promise<FastifyInstance>>()
   const shared = (config: Config): Promise<FastifyInstance> => {
     const key = JSON.stringify(config)
@@ -466,7 +464,7 @@ t.test('PGlite in process', async (t) => {
     if (app === undefined) {
       // Load shedding is off: opening the next one holds the event loop for a second or more, which the apps
       // already open would measure as overload (503).
-      const opened = pgliteCopy(t).then(async (dir) =>
+      const opened = pgliteMigratedCopy(t).then(async (dir) =>
         await createApp({ DATABASE_URL: `pglite://${dir}`, MAX_EVENT_LOOP_DELAY_MS: 0, ...config }, { users }))
       // Registered after the copy's removal, so it runs first: the app closes its database before it goes.
       t.teardown(async () => { await (await opened).close() })

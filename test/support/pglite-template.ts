@@ -1,9 +1,12 @@
-import { constants, cpSync, existsSync, mkdtempSync, readFileSync, statSync, statfsSync } from 'node:fs'
+import { createHash } from 'node:crypto'
+import { constants, cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, statSync, statfsSync } from 'node:fs'
 import { mkdir, mkdtemp, readdir, rename, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
 import { PGlite } from '@electric-sql/pglite'
 import type { Test } from 'tap'
+import { pgliteClient } from '../../src/db/sql-client.js'
+import { migrate } from '../../src/db/migrations.js'
 
 /**
  * A PGlite database made from nothing runs initdb in WASM, seconds of CPU each
@@ -23,8 +26,8 @@ const templateDir = join(cacheDir, `pglite-${pgliteVersion}`)
 let made: Promise<string> | undefined
 
 /** Builds left by processes killed while building (one takes seconds): older than ten minutes, nobody finishes them. */
-async function removeAbandonedBuilds (): Promise<void> {
-  const prefix = `${basename(templateDir)}.building-`
+async function removeAbandonedBuilds (finalDir = templateDir): Promise<void> {
+  const prefix = `${basename(finalDir)}.building-`
   for (const entry of await readdir(cacheDir)) {
     if (!entry.startsWith(prefix)) continue
     const path = join(cacheDir, entry)
@@ -89,4 +92,45 @@ export function pgliteCopy (t: Test): Promise<string> {
   const directory = mkdtempSync(join(copiesDir, 'cats-pglite-'))
   t.teardown(() => rm(directory, { recursive: true, force: true }))
   return copyPgliteTemplate(directory)
+}
+
+let migratedMade: Promise<string> | undefined
+
+/**
+ * A second template: the empty one with every migration of src/db/migrations applied by the service, for tests of
+ * what the service does on a database rather than of migrating one. Named after the migrations' contents, so a new or
+ * changed migration makes a new one; built and renamed into place as the empty template is.
+ */
+export function pgliteMigratedTemplate (): Promise<string> {
+  migratedMade ??= (async () => {
+    const migrations = join(root, 'src', 'db', 'migrations')
+    const hash = createHash('sha256')
+    for (const name of readdirSync(migrations).sort()) hash.update(`${name}\0`).update(readFileSync(join(migrations, name)))
+    const migratedDir = `${templateDir}-migrated-${hash.digest('hex').slice(0, 16)}`
+    if (existsSync(migratedDir)) return migratedDir
+    await pgliteTemplate()
+    await removeAbandonedBuilds(migratedDir)
+    const building = await mkdtemp(`${migratedDir}.building-`)
+    try {
+      await copyPgliteTemplate(building)
+      const client = await pgliteClient(building)
+      await migrate(client)
+      await client.close()
+      await rename(building, migratedDir)
+    } catch (error) {
+      await rm(building, { recursive: true, force: true })
+      // ENOTEMPTY or EEXIST: another process renamed its template into place first.
+      if (!existsSync(migratedDir)) throw error
+    }
+    return migratedDir
+  })()
+  return migratedMade
+}
+
+/** As pgliteCopy, a private copy removed on `t`'s teardown, of the migrated template. */
+export async function pgliteMigratedCopy (t: Test): Promise<string> {
+  const directory = mkdtempSync(join(copiesDir, 'cats-pglite-'))
+  t.teardown(() => rm(directory, { recursive: true, force: true }))
+  cpSync(await pgliteMigratedTemplate(), directory, { recursive: true, mode: constants.COPYFILE_FICLONE })
+  return directory
 }

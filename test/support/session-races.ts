@@ -60,3 +60,35 @@ export async function raceTrials (thiefApp: FastifyInstance, ownerApp: FastifyIn
   }
   return survivors
 }
+
+/**
+ * Tabs presenting one refresh token at once, alternately on two instances, within the reuse window: in every trial
+ * each tab must be answered 200 with the same new refresh token (never a generation more) and an access token of its
+ * own that works on the other instance, and the session must go on. Answers what went otherwise, per trial (empty
+ * when every trial went right).
+ */
+export async function concurrentRefreshTrials (a: FastifyInstance, b: FastifyInstance, trials: number): Promise<string[]> {
+  const wrong: string[] = []
+  for (let trial = 0; trial < trials; trial++) {
+    const first = await newSession(a)
+    const tabs = [a, b, a, b]
+    const answers = await Promise.all(tabs.map((app) => app.inject({ method: 'POST', url: '/auth/refresh', payload: { refresh_token: first.refresh_token } })))
+    const statuses = answers.map((res) => res.statusCode)
+    if (statuses.some((status) => status !== 200)) {
+      wrong.push(`trial ${trial}: statuses ${statuses.join()}`)
+      continue
+    }
+    const tokens: Tokens[] = answers.map((res) => res.json())
+    const refreshTokens = new Set(tokens.map((token) => token.refresh_token)).size
+    if (refreshTokens !== 1) wrong.push(`trial ${trial}: ${refreshTokens} new refresh tokens, not one`)
+    const accessTokens = new Set(tokens.map((token) => token.access_token)).size
+    if (accessTokens !== tabs.length) wrong.push(`trial ${trial}: ${accessTokens} access tokens for ${tabs.length} tabs`)
+    for (const [index, token] of tokens.entries()) {
+      const other = tabs[index] === a ? b : a
+      const profile = await other.inject({ url: '/profile', headers: bearer(token.access_token) })
+      if (profile.statusCode !== 200) wrong.push(`trial ${trial}: tab ${index}'s access token got ${profile.statusCode}`)
+    }
+    if (await refresh(b, tokens[0].refresh_token) === undefined) wrong.push(`trial ${trial}: the session did not go on`)
+  }
+  return wrong
+}
