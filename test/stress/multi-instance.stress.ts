@@ -4,12 +4,14 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { urlWithSchema } from '../support/sql-schemas.js'
-import { call, checkDurability, freshSchema, mapLimit, range, startServer, stopServer } from '../support/instances.js'
+import { fetchKeepAlive } from '../support/server.js'
+import { call, checkDurability, checkTwoServersAsOne, freshSchema, mapLimit, range, startServer, stopServer } from '../support/instances.js'
 
 // Compiled servers stopped or killed in the middle of traffic, from test/multi-instance.test.ts: every create
 // acknowledged before and during a SIGTERM shutdown survives a restart (PGlite always, PostgreSQL when
 // TEST_DATABASE_URL is set), and creates retried with their Idempotency-Key on another instance after a SIGKILL
-// store every intended cat exactly once.
+// store every intended cat exactly once. And the one-service check of test/multi-instance.test.ts at full size:
+// 200 creates at once through two servers on PostgreSQL, then 100 races of two conditional writes.
 
 const { TEST_DATABASE_URL } = process.env
 
@@ -26,6 +28,15 @@ if (TEST_DATABASE_URL === undefined) {
   t.test('durability with PostgreSQL: acknowledged creates survive SIGTERM mid-traffic and a restart', async (t) => {
     const { schema } = await freshSchema(t, databaseUrl)
     await checkDurability(t, urlWithSchema(databaseUrl, schema))
+  })
+}
+
+if (TEST_DATABASE_URL === undefined) {
+  t.comment('TEST_DATABASE_URL is not set: the full-size one-service test was skipped')
+} else {
+  const databaseUrl = TEST_DATABASE_URL
+  t.test('two servers on one PostgreSQL database act as one service: 200 creates at once, 100 conditional-write races', async (t) => {
+    await checkTwoServersAsOne(t, databaseUrl, { creates: 200, races: 100 }, fetchKeepAlive.none)
   })
 }
 

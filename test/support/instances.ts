@@ -9,7 +9,7 @@ import pg from 'pg'
 import type { Test } from 'tap'
 import { hashPassword } from '../../src/auth/password.js'
 import { baseEnv, plainNode, serverFile } from './server.js'
-import { freshSchemaName } from './sql-schemas.js'
+import { freshSchemaName, urlWithSchema } from './sql-schemas.js'
 import { CHEAP_HASH } from './cheap-users.js'
 
 // Compiled servers as separate instances of one service (test/multi-instance.test.ts and
@@ -231,4 +231,115 @@ export async function checkDurability (t: Test, databaseUrl: string): Promise<vo
   t.equal(next.status, 201)
   t.strictSame(next.body, { id: listed.length + 1, name: 'After', age: 1, breed: 'Restart' }, 'the next create gets count + 1')
   t.equal(await stopServer(second), 0, 'the restarted server also stops with exit code 0')
+}
+
+export interface OneServiceRun {
+  /** Concurrent creates into the empty table, alternating between the two servers, all in flight at once. */
+  creates: number
+  /** Races of two conditional writes with the same If-Match, one through each server. */
+  races: number
+}
+
+/**
+ * Two compiled servers on one PostgreSQL database act as one service: concurrent creates through both get ids
+ * 1..creates, both list the same cats, one cat's life is split between them, a token of one opens the other, and
+ * of two conditional writes with the same If-Match exactly one wins. Both stop with exit code 0 on SIGTERM.
+ */
+export async function checkTwoServersAsOne (t: Test, databaseUrl: string, { creates, races }: OneServiceRun, env: Record<string, string> = {}): Promise<void> {
+  const { schema, db } = await freshSchema(t, databaseUrl)
+  const user = await usersFile(t)
+  const serverEnv = { DATABASE_URL: urlWithSchema(databaseUrl, schema), USERS_FILE: user.file, ...env }
+  const [a, b] = await Promise.all([startServer(t, serverEnv), startServer(t, serverEnv)])
+  t.not(a.base, b.base, 'two processes on two ports')
+
+  const payloads = range(1, creates).map((n) => ({ name: `cat-${n}`, age: n % 30, breed: n % 2 === 0 ? 'Siamese' : 'Persian' }))
+  const started = Date.now()
+  const created = await mapLimit(payloads, creates, (payload, index) => call(index % 2 === 0 ? a.base : b.base, 'POST', '/cats', payload))
+  t.comment(`${creates} concurrent creates over two servers took ${Date.now() - started} ms`)
+  const refused = created.filter((answer) => answer.status !== 201)
+  t.strictSame(refused.map((answer) => answer.status), [], 'every create answers 201')
+  if (refused.length > 0) t.comment(`first refusal: ${JSON.stringify(refused[0].body)}`)
+  const ids = created.map((answer) => idOf(answer.body))
+  const sorted = ids.filter((id) => id !== undefined).sort((x, y) => x - y)
+  t.strictSame(sorted, range(1, creates), `ids are exactly 1..${creates}: none lost, none repeated`)
+  const mismatched = created.filter((answer, index) => answer.status === 201 && !isDeepStrictEqual(answer.body, { id: ids[index], ...payloads[index] }))
+  t.strictSame(mismatched, [], 'each 201 carries the cat that was sent, with its new id')
+
+  const [listA, listB] = await Promise.all([call(a.base, 'GET', '/cats'), call(b.base, 'GET', '/cats')])
+  t.equal(listA.status, 200)
+  t.strictSame(listA.body, listB.body, 'both servers list the same cats in the same order')
+  const listed = asList(listA.body)
+  t.strictSame(listed.map(idOf), range(1, creates), `the list is in creation order, ids 1..${creates}`)
+  const byId = new Map(created.map((answer) => [idOf(answer.body), answer.body]))
+  t.ok(listed.every((cat) => isDeepStrictEqual(cat, byId.get(idOf(cat)))), 'each listed cat is exactly the one its create returned')
+
+  const rows = await db.query<{ id: string }>(`SELECT id FROM ${schema}.cats ORDER BY seq`)
+  t.strictSame(rows.rows.map((row) => Number(row.id)), range(1, creates), `the table holds ${creates} rows, ids 1..${creates} in insertion order`)
+  const counter = await db.query<{ count: string }>(`SELECT count FROM ${schema}.cats_count`)
+  t.strictSame(counter.rows.map((row) => Number(row.count)), [creates], `the stored count is ${creates}`)
+
+  // One cat's whole life split between the two servers.
+  const tomId = creates + 1
+  const tom = await call(a.base, 'POST', '/cats', { name: 'Tom', age: 3, breed: 'Manx' })
+  t.equal(tom.status, 201)
+  t.strictSame(tom.body, { id: tomId, name: 'Tom', age: 3, breed: 'Manx' }, `A creates cat ${tomId}`)
+  t.strictSame((await call(b.base, 'GET', `/cats/${tomId}`)).body, tom.body, 'B reads it')
+  const merged = await call(b.base, 'PUT', `/cats/${tomId}`, { age: 4, color: 'black', id: 999 })
+  t.equal(merged.status, 200)
+  t.strictSame(merged.body, { id: tomId, name: 'Tom', age: 4, breed: 'Manx', color: 'black' }, 'B merges into it')
+  t.strictSame((await call(a.base, 'GET', `/cats/${tomId}`)).body, merged.body, 'A sees the merge')
+  t.strictSame(asList((await call(a.base, 'GET', '/cats')).body).at(-1), merged.body, 'A lists the merged cat last')
+  t.strictSame((await call(b.base, 'DELETE', `/cats/${tomId}`)).body, { deleted: true }, 'B deletes it')
+  const gone = await call(a.base, 'GET', `/cats/${tomId}`)
+  t.equal(gone.status, 200)
+  t.equal(gone.body, undefined, 'A finds nothing (empty 200)')
+  t.equal(asList((await call(a.base, 'GET', '/cats')).body).length, creates, `A lists ${creates} cats again`)
+  const next = await call(b.base, 'POST', '/cats', { name: 'Next', age: 1, breed: 'Any' })
+  t.equal(idOf(next.body), tomId, `the next create, through B, gets count + 1 = ${tomId}`)
+
+  // A token signed by one server opens the other (same JWT_SECRET, same users).
+  const login = await call(a.base, 'POST', '/auth/login', { username: user.username, password: user.password })
+  t.equal(login.status, 200)
+  const token = isRecord(login.body) && typeof login.body.access_token === 'string' ? login.body.access_token : ''
+  const profile = await call(b.base, 'GET', '/profile', undefined, { authorization: `Bearer ${token}` })
+  t.equal(profile.status, 200, "A's token opens B's /profile")
+  t.strictSame(profile.body, { userId: user.id, username: user.username })
+
+  // Conditional writes across the two servers: of two writes with the same If-Match, exactly one wins.
+  const etag = (await call(a.base, 'GET', '/cats/1')).headers.get('etag') ?? ''
+  t.equal((await call(b.base, 'GET', '/cats/1', undefined, { 'if-none-match': etag })).status, 304, "A's ETag is B's too")
+  const losses: string[] = []
+  for (let trial = 0; trial < races; trial++) {
+    const path = `/cats/${1 + (trial % Math.min(50, creates))}`
+    const current = (await call(a.base, 'GET', path)).headers.get('etag') ?? ''
+    const write = (base: string, winner: string): Promise<Answer> => trial % 2 === 0
+      ? call(base, 'PUT', path, { winner }, { 'if-match': current })
+      : call(base, 'PATCH', path, { winner }, { 'if-match': current, 'content-type': 'application/merge-patch+json' })
+    const answers = await Promise.all([write(a.base, 'a'), write(b.base, 'b')])
+    const stored = await call(b.base, 'GET', path)
+    const won = answers.filter((answer) => answer.status === 200)
+    const lost = answers.filter((answer) => answer.status === 412)
+    if (won.length !== 1 || lost.length !== 1 || !isDeepStrictEqual(stored.body, won[0].body) ||
+      stored.headers.get('etag') !== won[0].headers.get('etag')) losses.push(`${path}: ${answers.map((answer) => answer.status).join(', ')}`)
+  }
+  t.strictSame(losses, [], `${races} races of two conditional writes: one 200, one 412, and the stored cat is the winner's`)
+
+  const [codeA, codeB] = await Promise.all([stopServer(a), stopServer(b)])
+  t.strictSame([codeA, codeB], [0, 0], 'both stop with exit code 0 on SIGTERM')
+}
+
+/**
+ * A users file of `count` accounts of unique names (per run, like usersFile) with cheap hashes, for failed logins:
+ * a wrong password for one of them fails like an unknown username, which would instead verify the service's
+ * dummy hash of the default cost (a fifth of a second of CPU each).
+ */
+export async function accountsFile (t: Test, count: number): Promise<{ file: string, usernames: string[] }> {
+  const dir = mkdtempSync(join(tmpdir(), 'cats-users-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const run = randomBytes(4).toString('hex')
+  const usernames = range(1, count).map((n) => `e2e-${run}-${n}`)
+  const passwordHash = await hashPassword(randomBytes(12).toString('hex'), CHEAP_HASH)
+  const file = join(dir, 'users.json')
+  writeFileSync(file, JSON.stringify(usernames.map((username, index) => ({ id: 5000 + index, username, passwordHash }))))
+  return { file, usernames }
 }
