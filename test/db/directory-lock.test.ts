@@ -7,7 +7,7 @@ import { lockDirectory, processIdentity, DirectoryInUseError } from '../../src/d
 import { pgliteClient } from '../../src/db/sql-client.js'
 import { TEST_SECRET } from '../support/app.js'
 import { baseEnv, fetchKeepAlive, plainNode, serverFile } from '../support/server.js'
-import { pgliteCopy } from '../support/pglite-template.js'
+import { pgliteMigratedCopy } from '../support/pglite-template.js'
 
 // One PGlite owner per directory: a second opener is refused, a dead owner (even one
 // killed with SIGKILL, or whose PID was recycled) never blocks the next one.
@@ -128,8 +128,9 @@ function stop (t: Test, server: Started): void {
 }
 
 t.test('compiled servers: a second one on a directory in use exits 1 and never listens; after a SIGKILL of the first, a new one starts with the data', async (t) => {
-  // A copy of an initialised empty database: the first server would spend seconds creating one from nothing.
-  const dir = await pgliteCopy(t)
+  // A copy of a database with every migration applied: the first server would spend seconds creating one from
+  // nothing, and migrating an empty one is not what this test is about.
+  const dir = await pgliteMigratedCopy(t)
   const first = startServer(dir)
   stop(t, first)
   const base = await first.base
