@@ -4,7 +4,7 @@ import { churnClient, keyedChurn, liveMemory, startQuietServer } from './support
 // The fast version of test/stress/idempotency-memory.stress.ts: the compiled server with a 128 MB heap and
 // small idempotency-key limits, 500 keyed create + delete with 28 KB names from 20 clients. Unbounded, the
 // keys would all be kept (and all replay); bounded, the process keeps the newest within the limits. The bytes
-// are those of 2,000 creates of 7 KB names (the stress file's size) in a quarter of the requests, so the body
+// are those of 2,000 creates of the stress file's 7 KB names, in a quarter of the requests, so the body
 // limit is raised to fit them.
 
 const CREATES = 500

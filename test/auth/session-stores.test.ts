@@ -17,6 +17,7 @@ import { logCapture } from '../support/app.js'
 import { adminClient, freshSchemaName, freshSchemaOn, freshServerSchema, urlWithSchema } from '../support/sql-schemas.js'
 import { pgliteCopy } from '../support/pglite-template.js'
 import { CAP, NO_LIMIT, recordsAfterRotations, REUSE_WINDOW, sessionRecord as session, simultaneousPresenters, windowedPresenters } from '../support/session-store-races.js'
+import { schemaSnapshot, type SchemaReset } from '../support/schema-reset.js'
 
 /**
  * One contract for the denylist and one for the session records, run unchanged
@@ -277,14 +278,15 @@ t.test('memory', async (t) => {
  */
 function sqlSuites (t: Test, openSchema: Open<SqlClient>, openSuiteSchema: () => Promise<SqlClient> = () => openSchema(t)): void {
   const status = new DependencyStatus('database', silentLog, async () => {})
-  let schema: Promise<SqlClient> | undefined
+  let schema: Promise<{ client: SqlClient, reset: SchemaReset }> | undefined
   const migrated = async (): Promise<SqlClient> => {
+    // Migrated once per suite; each test starts from what the migrations left.
     schema ??= openSuiteSchema().then(async (client) => {
       await migrate(client)
-      return client
+      return { client, reset: await schemaSnapshot(client) }
     })
-    const client = await schema
-    await client.query('TRUNCATE revoked_tokens, sessions')
+    const { client, reset } = await schema
+    await reset(client)
     return client
   }
   revocationContract(t, async () => new SqlDenylist(await migrated(), status))

@@ -20,7 +20,7 @@ import { pgliteCopy } from '../support/pglite-template.js'
  * socket server, always) and a PostgreSQL server when TEST_DATABASE_URL is set.
  */
 
-/** Creates a fresh, empty store with these limits; whatever it opens is closed on the test's teardown. */
+/** An empty store with these limits (SQL: the suite's migrated schema, reset); whatever it opens is closed on the test's teardown. */
 type StoreFactory = (t: Test, limits?: StoreLimits, now?: () => number) => Promise<CatsStore & CatObjects>
 /** SQL stores only: a client on a fresh, empty schema that nothing has migrated yet. */
 type SchemaFactory = (t: Test) => Promise<SqlClient>

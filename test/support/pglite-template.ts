@@ -98,14 +98,15 @@ let migratedMade: Promise<string> | undefined
 
 /**
  * A second template: the empty one with every migration of src/db/migrations applied by the service, for tests of
- * what the service does on a database rather than of migrating one. Named after the migrations' contents, so a new or
- * changed migration makes a new one; built and renamed into place as the empty template is.
+ * what the service does on a database rather than of migrating one. Named after the migrations' contents, their
+ * runner and postgrator's version, so a change to any of them makes a new one; built and renamed into place as the empty template is.
  */
 export function pgliteMigratedTemplate (): Promise<string> {
   migratedMade ??= (async () => {
     const migrations = join(root, 'src', 'db', 'migrations')
     const hash = createHash('sha256')
     for (const name of readdirSync(migrations).sort()) hash.update(`${name}\0`).update(readFileSync(join(migrations, name)))
+    hash.update(readFileSync(join(root, 'src', 'db', 'migrations.ts'))).update(readFileSync(join(root, 'node_modules', 'postgrator', 'package.json')))
     const migratedDir = `${templateDir}-migrated-${hash.digest('hex').slice(0, 16)}`
     if (existsSync(migratedDir)) return migratedDir
     await pgliteTemplate()

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { isDeepStrictEqual } from 'node:util'
 import type { SessionRecord, SessionStore } from '../../src/auth/session-store.js'
 
 /**
@@ -50,7 +51,7 @@ export async function simultaneousPresenters (store: SessionStore, trials: numbe
     const rotations = outcomes.filter((o) => o.outcome === 'rotated').length
     if (rotations !== 1) wrong.push(`trial ${trial}: ${rotations} rotations`)
     const after = await store.rotate(mine.id, 1, Date.now(), Date.now() + 120_000, NO_LIMIT)
-    if (after.outcome !== 'ended') wrong.push(`trial ${trial}: the session did not end (${after.outcome})`)
+    if (!isDeepStrictEqual(after, { outcome: 'ended' })) wrong.push(`trial ${trial}: the session did not end (${JSON.stringify(after)})`)
   }
   return wrong
 }
