@@ -26,7 +26,7 @@ const templateDir = join(cacheDir, `pglite-${pgliteVersion}`)
 let made: Promise<string> | undefined
 
 /** Builds left by processes killed while building (one takes seconds): older than ten minutes, nobody finishes them. */
-async function removeAbandonedBuilds (finalDir = templateDir): Promise<void> {
+async function removeAbandonedBuilds (finalDir: string): Promise<void> {
   const prefix = `${basename(finalDir)}.building-`
   for (const entry of await readdir(cacheDir)) {
     if (!entry.startsWith(prefix)) continue
@@ -38,28 +38,33 @@ async function removeAbandonedBuilds (finalDir = templateDir): Promise<void> {
 }
 
 /**
- * The template's path, made on first use. It is built beside its final place and
- * renamed into it, so a test process never sees half of one; of processes that
- * build it at once, the first rename wins and the others use the winner's.
+ * `finalDir`, made by `fill` unless it exists. It is built beside its final place and renamed into it, so a test
+ * process never sees half of one; of processes that build it at once, the first rename wins and the others use
+ * the winner's.
  */
+async function buildOnce (finalDir: string, fill: (directory: string) => Promise<void>): Promise<string> {
+  if (existsSync(finalDir)) return finalDir
+  await mkdir(cacheDir, { recursive: true })
+  await removeAbandonedBuilds(finalDir)
+  const building = await mkdtemp(`${finalDir}.building-`)
+  try {
+    await fill(building)
+    await rename(building, finalDir)
+  } catch (error) {
+    await rm(building, { recursive: true, force: true })
+    // ENOTEMPTY or EEXIST: another process renamed its build into place first.
+    if (!existsSync(finalDir)) throw error
+  }
+  return finalDir
+}
+
+/** The template's path: an empty, initialised PGlite database, made on first use. */
 export function pgliteTemplate (): Promise<string> {
-  made ??= (async () => {
-    if (existsSync(templateDir)) return templateDir
-    await mkdir(cacheDir, { recursive: true })
-    await removeAbandonedBuilds()
-    const building = await mkdtemp(`${templateDir}.building-`)
-    try {
-      const db = new PGlite(building)
-      await db.waitReady
-      await db.close()
-      await rename(building, templateDir)
-    } catch (error) {
-      await rm(building, { recursive: true, force: true })
-      // ENOTEMPTY or EEXIST: another process renamed its template into place first.
-      if (!existsSync(templateDir)) throw error
-    }
-    return templateDir
-  })()
+  made ??= buildOnce(templateDir, async (directory) => {
+    const db = new PGlite(directory)
+    await db.waitReady
+    await db.close()
+  })
   return made
 }
 
@@ -89,9 +94,14 @@ function roomFor (directory: string, bytes: number): boolean {
  * first, so whatever is opened on the copy afterwards is closed before it goes.
  */
 export function pgliteCopy (t: Test): Promise<string> {
+  return privateCopy(t, pgliteTemplate())
+}
+
+async function privateCopy (t: Test, template: Promise<string>): Promise<string> {
   const directory = mkdtempSync(join(copiesDir, 'cats-pglite-'))
   t.teardown(() => rm(directory, { recursive: true, force: true }))
-  return copyPgliteTemplate(directory)
+  cpSync(await template, directory, { recursive: true, mode: constants.COPYFILE_FICLONE })
+  return directory
 }
 
 let migratedMade: Promise<string> | undefined
@@ -107,31 +117,17 @@ export function pgliteMigratedTemplate (): Promise<string> {
     const hash = createHash('sha256')
     for (const name of readdirSync(migrations).sort()) hash.update(`${name}\0`).update(readFileSync(join(migrations, name)))
     hash.update(readFileSync(join(root, 'src', 'db', 'migrations.ts'))).update(readFileSync(join(root, 'node_modules', 'postgrator', 'package.json')))
-    const migratedDir = `${templateDir}-migrated-${hash.digest('hex').slice(0, 16)}`
-    if (existsSync(migratedDir)) return migratedDir
-    await pgliteTemplate()
-    await removeAbandonedBuilds(migratedDir)
-    const building = await mkdtemp(`${migratedDir}.building-`)
-    try {
-      await copyPgliteTemplate(building)
-      const client = await pgliteClient(building)
+    return await buildOnce(`${templateDir}-migrated-${hash.digest('hex').slice(0, 16)}`, async (directory) => {
+      await copyPgliteTemplate(directory)
+      const client = await pgliteClient(directory)
       await migrate(client)
       await client.close()
-      await rename(building, migratedDir)
-    } catch (error) {
-      await rm(building, { recursive: true, force: true })
-      // ENOTEMPTY or EEXIST: another process renamed its template into place first.
-      if (!existsSync(migratedDir)) throw error
-    }
-    return migratedDir
+    })
   })()
   return migratedMade
 }
 
 /** As pgliteCopy, a private copy removed on `t`'s teardown, of the migrated template. */
-export async function pgliteMigratedCopy (t: Test): Promise<string> {
-  const directory = mkdtempSync(join(copiesDir, 'cats-pglite-'))
-  t.teardown(() => rm(directory, { recursive: true, force: true }))
-  cpSync(await pgliteMigratedTemplate(), directory, { recursive: true, mode: constants.COPYFILE_FICLONE })
-  return directory
+export function pgliteMigratedCopy (t: Test): Promise<string> {
+  return privateCopy(t, pgliteMigratedTemplate())
 }
