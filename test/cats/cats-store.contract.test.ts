@@ -1,4 +1,5 @@
 import t, { type Test } from 'tap'
+import { randomUUID } from 'node:crypto'
 import { PGlite } from '@electric-sql/pglite'
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket'
 import { MemoryCatsStore } from '../../src/cats/memory-cats-store.js'
@@ -25,6 +26,9 @@ type StoreFactory = (t: Test, limits?: StoreLimits, now?: () => number) => Promi
 /** SQL stores only: a client on a fresh, empty schema that nothing has migrated yet. */
 type SchemaFactory = (t: Test) => Promise<SqlClient>
 
+// A key's lock is a PostgreSQL advisory lock, which belongs to the whole database, not to a schema: a scope of
+// this process's own keeps other test files on the same database from holding the contract's keys meanwhile.
+const SCOPE = `contract ${randomUUID()}`
 const cat = (name: string, age = 3, breed = 'Siamese'): CreateCatBody => ({ name, age, breed })
 const copy = <T>(value: T): T => structuredClone(value)
 const namesOf = async (store: CatObjects): Promise<unknown[]> => (await store.list()).map((stored) => stored.name)
@@ -245,7 +249,7 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
 
   t.test('createOnce: the first request creates, a repeat replays the JSON as created and creates nothing', async (t) => {
     const store = await openStore(t)
-    const request: IdempotentRequest = { scope: '', key: 'k-1', fingerprint: 'f', client: 'c' }
+    const request: IdempotentRequest = { scope: SCOPE, key: 'k-1', fingerprint: 'f', client: 'c' }
     const first = await store.createOnce(cat('Tom'), request)
     t.strictSame(first, { replayed: false, json: '{"id":1,"name":"Tom","age":3,"breed":"Siamese"}' }, 'the new cat as the JSON text stored')
     await store.updateCat(1, { toy: 'ball' })
@@ -254,7 +258,7 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
     t.equal(await store.count(), 1)
     await t.rejects(Promise.resolve().then(() => store.createOnce(cat('Other'), { ...request, fingerprint: 'g' })), IdempotencyKeyReused)
     t.equal(await store.count(), 1, 'a reused key creates nothing')
-    const otherScope = await store.createOnce(cat('Tom'), { ...request, scope: 'user 2' })
+    const otherScope = await store.createOnce(cat('Tom'), { ...request, scope: `${SCOPE} 2` })
     t.equal(otherScope.replayed, false, 'keys of another scope are separate')
     const otherKey = await store.createOnce(cat('Tom'), { ...request, key: 'k-2' })
     t.equal(otherKey.replayed, false)
@@ -264,7 +268,7 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
   t.test('createOnce: a key expires after its lifetime and then creates again', async (t) => {
     let now = 1_000_000
     const store = await openStore(t, NO_LIMITS, () => now)
-    const request: IdempotentRequest = { scope: '', key: 'k', fingerprint: 'f', client: 'c' }
+    const request: IdempotentRequest = { scope: SCOPE, key: 'k', fingerprint: 'f', client: 'c' }
     await store.createOnce(cat('A'), request)
     now += IDEMPOTENCY_KEY_TTL_MS - 1
     t.equal((await store.createOnce(cat('A'), request)).replayed, true, 'just within the lifetime')
@@ -278,7 +282,7 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
   t.test('createOnce: a full collection records no key, so the retry creates once there is room', async (t) => {
     const store = await openStore(t, limits({ maxCats: 1 }))
     await store.create(cat('A'))
-    const request: IdempotentRequest = { scope: '', key: 'k', fingerprint: 'f', client: 'c' }
+    const request: IdempotentRequest = { scope: SCOPE, key: 'k', fingerprint: 'f', client: 'c' }
     await t.rejects(Promise.resolve().then(() => store.createOnce(cat('B'), request)), { code: 'CATS_ERR_COLLECTION_FULL' })
     await store.remove(1)
     t.equal((await store.createOnce(cat('B'), request)).replayed, false)
@@ -287,7 +291,7 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
 
   t.test('createOnce: 20 concurrent repeats of one key create one cat; each gets it or finds the first in progress', async (t) => {
     const store = await openStore(t)
-    const request: IdempotentRequest = { scope: '', key: 'same', fingerprint: 'f', client: 'c' }
+    const request: IdempotentRequest = { scope: SCOPE, key: 'same', fingerprint: 'f', client: 'c' }
     const outcomes = await Promise.allSettled(Array.from({ length: 20 }, () => Promise.resolve().then(() => store.createOnce(cat('Tom'), request))))
     t.equal(await store.count(), 1)
     for (const outcome of outcomes) {
@@ -400,11 +404,11 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
     await changed('update')
     await store.patch(1, { age: 5 })
     await changed('patch')
-    await store.createOnce(cat('Kit'), { scope: '', key: 'k', fingerprint: 'f', client: 'c' })
+    await store.createOnce(cat('Kit'), { scope: SCOPE, key: 'k', fingerprint: 'f', client: 'c' })
     await changed('create with a key')
     await store.remove(1)
     await changed('remove')
-    await store.createOnce(cat('Kit'), { scope: '', key: 'k', fingerprint: 'f', client: 'c' })
+    await store.createOnce(cat('Kit'), { scope: SCOPE, key: 'k', fingerprint: 'f', client: 'c' })
     await t.rejects(async () => await store.update(2, { age: 1 }, { match: ['stale'] }))
     await unchanged('a replayed create with a key, a failed precondition')
   })
