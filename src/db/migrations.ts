@@ -56,6 +56,13 @@ async function migratorFor (tx: SqlTransaction): Promise<Target> {
 }
 
 /**
+ * The most the migrations of one start may take, waiting for another instance's included: far more than a request's
+ * deadline (a migration may rewrite a table, and instances starting together wait in turn), yet bounded, so a start
+ * behind a lock that is never released fails with a clear error instead of hanging.
+ */
+export const MIGRATION_DEADLINE_MS = 60_000
+
+/**
  * Applies the pending migrations, all in one transaction under an advisory
  * lock: an instance that starts while another migrates waits, then finds
  * nothing left to do; a failing migration leaves the database as it was.
@@ -70,7 +77,7 @@ export async function migrate (client: SqlClient, target = 'max'): Promise<Array
     const { migrator } = await migratorFor(tx)
     const applied = await migrator.migrate(target)
     return applied.map(({ version, name }) => ({ version, name }))
-  })
+  }, MIGRATION_DEADLINE_MS)
 }
 
 /** Every migration this release has, and any the database applied beyond them, in version order. Changes nothing. */

@@ -28,7 +28,8 @@ export interface SqlTransaction extends SqlExecutor {
 
 /** The little the SQL store needs from a database: queries, transactions, a health probe, close. */
 export interface SqlClient extends SqlExecutor {
-  transaction: <T>(work: (tx: SqlTransaction) => Promise<T>) => Promise<T>
+  /** Runs `work` in a transaction; on a PostgreSQL server all of it within `timeoutMs` (OPERATION_DEADLINE_MS unless said). */
+  transaction: <T>(work: (tx: SqlTransaction) => Promise<T>, timeoutMs?: number) => Promise<T>
   /** Resolves when the database answers a trivial query within `timeoutMs`. */
   ping: (timeoutMs: number) => Promise<void>
   close: () => Promise<void>
@@ -84,7 +85,7 @@ function tracedTransaction (tx: SqlTransaction): SqlTransaction {
 function traced (client: SqlClient): SqlClient {
   return {
     query: (statement, params) => inChildSpan(() => statementSpan(statement), () => client.query(statement, params)),
-    transaction: (work) => inChildSpan(() => TRANSACTION_SPAN, () => client.transaction((tx) => work(tracedTransaction(tx)))),
+    transaction: (work, timeoutMs) => inChildSpan(() => TRANSACTION_SPAN, () => client.transaction((tx) => work(tracedTransaction(tx)), timeoutMs)),
     ping: (timeoutMs) => inChildSpan(() => PING_SPAN, () => client.ping(timeoutMs)),
     close: () => client.close()
   }
@@ -148,12 +149,14 @@ export async function postgresClient (connectionString: string, { poolSize = 10,
 
   return traced({
     query: (statement, params) => withConnection((client) => executor(client).query(statement, params)),
-    transaction: (work) => withConnection(async (client) => {
+    transaction: (work, timeoutMs = OPERATION_DEADLINE_MS) => withConnection(async (client) => {
       await client.query('BEGIN')
+      // The connection's statement_timeout is the operation deadline: a longer transaction lifts it for itself.
+      if (timeoutMs !== OPERATION_DEADLINE_MS) await client.query(`SET LOCAL statement_timeout = ${timeoutMs}`)
       const result = await work({ ...executor(client), execScript: async (sql) => { await client.query(sql) } })
       await client.query('COMMIT')
       return result
-    }),
+    }, timeoutMs),
     ping: async (timeoutMs) => {
       await withConnection((client) => client.query('SELECT 1'), timeoutMs)
     },

@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap'
 import { withObjects } from '../support/cat-objects.js'
-import { pgliteClient, postgresClient, type SqlClient } from '../../src/db/sql-client.js'
+import { OPERATION_DEADLINE_MS, pgliteClient, postgresClient, type SqlClient } from '../../src/db/sql-client.js'
 import { SqlCatsStore } from '../../src/cats/sql-cats-store.js'
 import { migrate, migrationStatus, MIGRATIONS_TABLE } from '../../src/db/migrations.js'
 import { adminClient, freshSchemaName, freshServerSchema, urlWithSchema } from '../support/sql-schemas.js'
@@ -179,6 +179,21 @@ if (serverUrl === undefined || serverUrl === '') {
         t.strictSame(rows, all.map(({ version }) => ({ version })), `round ${round}: each recorded once`)
         t.equal(await withObjects(new SqlCatsStore(second)).count(), 0)
       }
+    })
+
+    t.test('an instance waits for another one\'s migrations past a request\'s deadline, then starts', async (t) => {
+      // Another instance migrating: a transaction holding the migration lock for longer than a request may take.
+      const other = await adminClient(t, serverUrl)
+      await other.query('BEGIN')
+      await other.query("SELECT pg_advisory_xact_lock(hashtext('cats-migration'))")
+      const client = await open(t, await freshSchema(t))
+      const started = Date.now()
+      const migrating = migrate(client).then((applied) => ({ applied }), (error: unknown) => ({ error: String(error) }))
+      const holdMs = OPERATION_DEADLINE_MS + 1000
+      await new Promise((resolve) => setTimeout(resolve, holdMs))
+      await other.query('COMMIT')
+      t.strictSame(await migrating, { applied: all }, 'every migration applied once the lock was free')
+      t.ok(Date.now() - started >= holdMs, 'after waiting for it')
     })
   })
 }
