@@ -15,7 +15,7 @@ if (TEST_REDIS_URL === undefined) {
 } else {
   t.test('after a silent Redis answers again, a login is served within 2 s and the recovery is logged once', async (t) => {
     const recovery = await silentRedis(t, TEST_REDIS_URL, 2000, 1000, 10_000)
-    t.strictSame(recovery.during, [503, 503], 'logins while Redis is silent')
+    t.ok(recovery.during.length >= 2 && recovery.during.every((status) => status === 503), `${recovery.during.length} logins while Redis is silent, all 503`)
     t.comment(`first successful login sent ${recovery.sent} ms after Redis answered again, answered at ${recovery.answered} ms (${recovery.refused} refused before it)`)
     t.ok(recovery.sent < RECOVERY_MS, `a login sent ${recovery.sent} ms after Redis answered again succeeded`)
     for (let i = 0; i < 3; i++) t.equal((await recovery.app.inject(login)).statusCode, 200, 'and the next ones too')
