@@ -14,7 +14,7 @@ const MIGRATIONS_DIR = fileURLToPath(new URL('migrations/', import.meta.url))
 export const MIGRATIONS_TABLE = 'schema_migrations'
 
 /** Every instance takes this lock before migrating, so instances starting together apply each migration once. */
-const LOCK = "SELECT pg_advisory_xact_lock(hashtext('cats-migration'))"
+export const MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(hashtext('cats-migration'))"
 
 /** A migration file and what the database says of it. */
 export interface MigrationStatus {
@@ -71,7 +71,7 @@ export const MIGRATION_DEADLINE_MS = 60_000
  */
 export async function migrate (client: SqlClient, target = 'max'): Promise<Array<{ version: number, name: string }>> {
   return client.transaction(async (tx) => {
-    await tx.query(LOCK)
+    await tx.query(MIGRATION_LOCK)
     // postgrator writes the time a migration ran as UTC without a zone: read it as UTC.
     await tx.query("SET LOCAL TIME ZONE 'UTC'")
     const { migrator } = await migratorFor(tx)

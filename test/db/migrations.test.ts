@@ -2,7 +2,7 @@ import t, { type Test } from 'tap'
 import { withObjects } from '../support/cat-objects.js'
 import { OPERATION_DEADLINE_MS, pgliteClient, postgresClient, type SqlClient } from '../../src/db/sql-client.js'
 import { SqlCatsStore } from '../../src/cats/sql-cats-store.js'
-import { migrate, migrationStatus, MIGRATIONS_TABLE } from '../../src/db/migrations.js'
+import { migrate, MIGRATION_LOCK, migrationStatus, MIGRATIONS_TABLE } from '../../src/db/migrations.js'
 import { adminClient, freshSchemaName, freshServerSchema, urlWithSchema } from '../support/sql-schemas.js'
 import { pgliteCopy } from '../support/pglite-template.js'
 
@@ -185,7 +185,7 @@ if (serverUrl === undefined || serverUrl === '') {
       // Another instance migrating: a transaction holding the migration lock for longer than a request may take.
       const other = await adminClient(t, serverUrl)
       await other.query('BEGIN')
-      await other.query("SELECT pg_advisory_xact_lock(hashtext('cats-migration'))")
+      await other.query(MIGRATION_LOCK)
       const client = await open(t, await freshSchema(t))
       const started = Date.now()
       const migrating = migrate(client).then((applied) => ({ applied }), (error: unknown) => ({ error: String(error) }))
