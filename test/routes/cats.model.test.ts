@@ -462,10 +462,9 @@ const allCommands: Array<fc.Arbitrary<CatsCommand>> = [
 ]
 
 /** A fresh service with an empty collection, closed by the caller. */
-// Load shedding (503 when the event loop lags) is off: this test is about the cats rules, not load. No request
-// here has an Idempotency-Key: a small cap on the keys kept spares each fresh app the allocation
+// No request here has an Idempotency-Key: a small cap on the keys kept spares each fresh app the allocation
 // of a cache of the default 50,000 entries (a fifth of the time an app takes to start).
-const startApp = (): Promise<FastifyInstance> => createApp({ MAX_EVENT_LOOP_DELAY_MS: 0, IDEMPOTENCY_KEYS_MAX: 100 })
+const startApp = (): Promise<FastifyInstance> => createApp({ IDEMPOTENCY_KEYS_MAX: 100 })
 
 /**
  * Empties a service's collection through the API: every listed cat deleted (the earliest of a repeated id goes

@@ -402,13 +402,12 @@ const allCommands: Array<fc.Arbitrary<SessionCommand>> = [
 ]
 
 /** A fresh service with refresh tokens on and the cats behind the guard, closed by the caller. */
-// Load shedding (503 when the event loop lags) is off: this test is about sessions, not load.
 // No Idempotency-Key is ever sent: a small cap on them spares each app allocating the default 50,000 slots.
 const startApp = (): Promise<FastifyInstance> =>
   // No refresh limit: a sequence may refresh one session more often than a client would, and the limit has tests of its own.
   createApp({
     // The reference model has no reuse window: a replaced token presented again is a reuse.
-    REFRESH_TOKENS: true, REFRESH_REUSE_WINDOW: '0', REFRESH_RATE_LIMIT: 1_000_000, CATS_AUTH: 'required', MAX_EVENT_LOOP_DELAY_MS: 0, IDEMPOTENCY_KEYS_MAX: 100
+    REFRESH_TOKENS: true, REFRESH_REUSE_WINDOW: '0', REFRESH_RATE_LIMIT: 1_000_000, CATS_AUTH: 'required', IDEMPOTENCY_KEYS_MAX: 100
   }, { users: userRecords })
 
 /** After a sequence, every access token ever issued is accepted or refused as its session says. */

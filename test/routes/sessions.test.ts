@@ -462,10 +462,8 @@ t.test('PGlite in process', async (t) => {
     const key = JSON.stringify(config)
     let app = apps.get(key)
     if (app === undefined) {
-      // Load shedding is off: opening the next one holds the event loop for a second or more, which the apps
-      // already open would measure as overload (503).
       const opened = pgliteMigratedCopy(t).then(async (dir) =>
-        await createApp({ DATABASE_URL: `pglite://${dir}`, MAX_EVENT_LOOP_DELAY_MS: 0, ...config }, { users }))
+        await createApp({ DATABASE_URL: `pglite://${dir}`, ...config }, { users }))
       // Registered after the copy's removal, so it runs first: the app closes its database before it goes.
       t.teardown(async () => { await (await opened).close() })
       app = opened
