@@ -1,13 +1,17 @@
 import type { ConfigInput } from './config.js'
 import type { UserRecord } from './auth/users-file.js'
+import type { UserDirectory } from './auth/users.js'
 import type { IsRevoked, ValidateToken } from './auth/token-claims.js'
 
 /** What the service plugin accepts: the app, its plugins and its routes all read these. */
 export interface AppOptions {
   /** The settings of the service, with the same keys and rules as the environment (see README). */
   config: ConfigInput
-  /** Accounts that may log in; when absent, USERS_FILE or the demo users are used. */
-  users?: readonly UserRecord[]
+  /**
+   * Accounts that may log in: a fixed list, or the host's own lookup (read per login and per guarded request);
+   * when absent, USERS_FILE or the demo users are used.
+   */
+  users?: readonly UserRecord[] | UserDirectory
   /** Replaces the check that turns verified token claims into the request's identity. */
   validateToken?: ValidateToken
   /**

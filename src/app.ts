@@ -1,7 +1,7 @@
 import { join } from 'node:path'
 import AutoLoad from '@fastify/autoload'
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
-import type { FastifyPluginAsync } from 'fastify'
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import type { AppOptions, MetricsRegistry } from './app-options.js'
 import { useValidation } from './http/validator-compiler.js'
 import { serializersOnFirstUse } from './http/serializer-compiler.js'
@@ -11,8 +11,15 @@ import { CatReply, CreateCatBody, DeleteReply, StoredCat } from './cats/schemas.
 import { Identity, LoginBody, LoginReply } from './auth/schemas.js'
 import { loadConfig } from './config.js'
 import { tokenKeys } from './auth/token-keys.js'
+import { verifiedOf, type TokenGuard } from './auth/token-guard.js'
+import type { Identity as IdentityType } from './auth/schemas.js'
+import { decorateService, serviceDecorator } from './service-scope.js'
 
 export type { AppOptions, MetricsRegistry }
+export type { IdentityType as Identity }
+export type { UserDirectory } from './auth/users.js'
+export type { UserRecord } from './auth/users-file.js'
+export type { ConfigInput } from './config.js'
 
 const root = join(import.meta.dirname, '..')
 
@@ -35,8 +42,9 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, opts) => {
   // Without a text parser, a text/plain body is a 415 instead of reaching validation.
   fastify.removeContentTypeParser('text/plain')
 
-  fastify.decorate('config', loadConfig(opts.config))
-  fastify.decorate('tokenKeys', tokenKeys(fastify.config))
+  const config = loadConfig(opts.config)
+  decorateService(fastify, 'catsConfig', config)
+  decorateService(fastify, 'catsTokenKeys', tokenKeys(config))
   // Not `opts` itself: it carries the host's `prefix`, which autoload would apply twice.
   const options: AppOptions = { config: opts.config, users: opts.users, validateToken: opts.validateToken, isRevoked: opts.isRevoked, metrics: opts.metrics }
   // Third-party plugins first (the service's own depend on them), as fastify/demo lays them out.
@@ -44,7 +52,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, opts) => {
   await fastify.register(AutoLoad, { dir: join(root, 'plugins', 'app'), options })
 
   // These routes take small JSON bodies: a tighter limit than Fastify's 1 MiB default.
-  const bodyLimit = fastify.config.BODY_LIMIT
+  const bodyLimit = config.BODY_LIMIT
   fastify.addHook('onRoute', (route) => {
     route.bodyLimit ??= bodyLimit
   })
@@ -52,3 +60,40 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, opts) => {
 }
 
 export default app
+
+/** The service and its token guard for the host's own routes, sharing one key set, session store, denylist and accounts. */
+export interface CatsService {
+  /** The service: register it once, under a prefix (`host.register(service.plugin, { prefix: '/api/cats-service' })`). */
+  plugin: FastifyPluginAsync
+  /**
+   * The service's token guard as an onRequest hook for the host's routes: it refuses every token the service refuses
+   * (logged out, ended sessions, reused refresh tokens, deleted users) and answers 401 as the service does.
+   */
+  guard: (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply | undefined>
+  /** The user of a request the guard accepted; throws on a request it has not. */
+  identity: (request: FastifyRequest) => IdentityType
+}
+
+/**
+ * The service with a guard for the host's own routes. A plugin registered under a prefix cannot decorate its
+ * host without giving up that prefix, so the guard comes from here, bound to the one registration of `plugin`.
+ */
+export function catsService (options: AppOptions): CatsService {
+  let authenticate: TokenGuard | undefined
+  const plugin: FastifyPluginAsync = async (fastify) => {
+    if (authenticate !== undefined) throw new Error('cats-auth-service: this service is registered already; call catsService() once per registration')
+    // In this plugin's own scope, so the host's prefix applies and nothing reaches the host.
+    await app(fastify, options)
+    authenticate = serviceDecorator(fastify, 'catsAuthenticate')
+  }
+  return {
+    plugin,
+    guard: async (request, reply) => {
+      if (authenticate === undefined) {
+        throw new Error('cats-auth-service: the guard was used before the service was ready; register service.plugin and await ready() first')
+      }
+      return await authenticate(request, reply)
+    },
+    identity: (request) => verifiedOf(request).identity
+  }
+}

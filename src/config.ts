@@ -239,10 +239,3 @@ export function parseTrustProxy (value: string): false | string | ((address: str
   }
   return value
 }
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    /** The service's settings, validated once at start (src/app.ts); every plugin and route reads them here. */
-    config: Config
-  }
-}

@@ -49,6 +49,7 @@ export const LoginWaitedTooLong = define('AUTH_ERR_LOGIN_WAITED_TOO_LONG', 'The 
 export const LoginAbandoned = define('AUTH_ERR_LOGIN_ABANDONED', 'The client closed the connection before the login was checked', 499)
 export const InvalidRefreshToken = define('AUTH_ERR_INVALID_REFRESH_TOKEN', 'Invalid, expired or already used refresh token', 401)
 export const TooManyRefreshes = define<[retryAfterSeconds: number]>('AUTH_ERR_TOO_MANY_REFRESHES', 'This session refreshes too often; retry in %s seconds', 429)
+export const AccountsUnavailable = define('AUTH_ERR_ACCOUNTS_UNAVAILABLE', 'The accounts cannot be read now; retry shortly', 503, 5)
 export const SessionNotFound = define('AUTH_ERR_SESSION_NOT_FOUND', 'No live session of yours has this id', 404)
 export const SessionStoreUnavailable = define('AUTH_ERR_SESSION_STORE_UNAVAILABLE', 'Sessions are unavailable: the session store cannot be reached; retry shortly', 503, 5)
 

@@ -1,14 +1,8 @@
 import fp from 'fastify-plugin'
 import { openCatsStore } from '../../src/cats/open-cats-store.js'
-import type { CatsStore } from '../../src/cats/cats-store.js'
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    catsStore: CatsStore
-  }
-}
+import { decorateService, serviceDecorator } from '../../src/service-scope.js'
 
 /** The cats: in the database when there is one, else in memory. */
 export default fp(async (fastify) => {
-  fastify.decorate('catsStore', await openCatsStore(fastify.config, fastify.database))
+  decorateService(fastify, 'catsStore', await openCatsStore(serviceDecorator(fastify, 'catsConfig'), serviceDecorator(fastify, 'catsDatabase')))
 }, { name: 'cats-store', dependencies: ['database'] })

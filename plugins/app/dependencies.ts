@@ -1,13 +1,7 @@
 import fp from 'fastify-plugin'
 import type { DependencyStatus } from '../../src/dependency-status.js'
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    /** The external services the routes need, by name; readiness probes each of them. */
-    dependencies: Map<string, DependencyStatus>
-  }
-}
+import { decorateService } from '../../src/service-scope.js'
 
 export default fp(async (fastify) => {
-  fastify.decorate('dependencies', new Map<string, DependencyStatus>())
+  decorateService(fastify, 'catsDependencies', new Map<string, DependencyStatus>())
 }, { name: 'dependencies' })

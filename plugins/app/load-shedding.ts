@@ -1,6 +1,7 @@
 import fp from 'fastify-plugin'
 import underPressure from '@fastify/under-pressure'
 import { Overloaded, retryAfterFor } from '../../src/errors.js'
+import { serviceDecorator } from '../../src/service-scope.js'
 
 /**
  * Sheds load with 503 + Retry-After when the event loop lags or the heap grows past the limits. Registered after
@@ -8,7 +9,7 @@ import { Overloaded, retryAfterFor } from '../../src/errors.js'
  * meanwhile would shed the first requests after start.
  */
 export default fp(async (fastify) => {
-  const { MAX_EVENT_LOOP_DELAY_MS, MAX_HEAP_USED_BYTES } = fastify.config
+  const { MAX_EVENT_LOOP_DELAY_MS, MAX_HEAP_USED_BYTES } = serviceDecorator(fastify, 'catsConfig')
   const overloaded = new Overloaded()
   await fastify.register(underPressure, {
     maxEventLoopDelay: MAX_EVENT_LOOP_DELAY_MS,

@@ -1,13 +1,7 @@
 import fp from 'fastify-plugin'
-import { loginProtectionFor, type LoginProtection } from '../../src/auth/login-protection.js'
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    /** Counts failed logins, locks out repeated ones and queues logins for a hash slot (routes/auth/login.ts). */
-    loginProtection: LoginProtection
-  }
-}
+import { loginProtectionFor } from '../../src/auth/login-protection.js'
+import { decorateService, serviceDecorator } from '../../src/service-scope.js'
 
 export default fp(async (fastify) => {
-  fastify.decorate('loginProtection', loginProtectionFor(fastify.config, fastify.redis))
+  decorateService(fastify, 'catsLoginProtection', loginProtectionFor(serviceDecorator(fastify, 'catsConfig'), serviceDecorator(fastify, 'catsRedis')))
 }, { name: 'login-protection', dependencies: ['redis'] })

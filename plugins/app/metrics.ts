@@ -1,14 +1,7 @@
 import fp from 'fastify-plugin'
 import type { AppOptions } from '../../src/app-options.js'
 import { importOptionalPeer } from '../../src/optional-peer.js'
-import type { ServiceMetrics } from '../../src/metrics/service-metrics.js'
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    /** The service's metrics when the app was given a registry; undefined otherwise, and nothing is measured. */
-    metrics: ServiceMetrics | undefined
-  }
-}
+import { decorateService, serviceDecorator } from '../../src/service-scope.js'
 
 /**
  * Prometheus metrics on the registry the app is given (`metrics.registry`), or
@@ -18,14 +11,14 @@ declare module 'fastify' {
 export default fp<AppOptions>(async (fastify, opts) => {
   const registry = opts.metrics?.registry
   if (registry === undefined) {
-    fastify.decorate('metrics', undefined)
+    decorateService(fastify, 'catsMetrics', undefined)
     return
   }
   // Loaded only here: prom-client, an optional peer, is a large module graph that a service without metrics never needs.
   const { ServiceMetrics } = await importOptionalPeer('prom-client', 'the metrics option is given', () => import('../../src/metrics/service-metrics.js'))
   // Read at scrape time: the store is decorated by its own plugin, after this one.
-  const metrics = new ServiceMetrics(registry, { countCats: () => fastify.catsStore.count() })
-  fastify.decorate('metrics', metrics)
+  const metrics = new ServiceMetrics(registry, { countCats: () => serviceDecorator(fastify, 'catsStore').count() })
+  decorateService(fastify, 'catsMetrics', metrics)
   fastify.addHook('onResponse', metrics.observeResponse)
   fastify.addHook('onError', (_request, _reply, error, done) => {
     metrics.countError(error)

@@ -1,23 +1,20 @@
 import fp from 'fastify-plugin'
 import { openSessions } from '../../src/auth/open-sessions.js'
-import type { Sessions } from '../../src/auth/sessions.js'
+import { accessTokenSigner } from '../../src/auth/jwt-options.js'
+import { decorateService, serviceDecorator } from '../../src/service-scope.js'
 
-declare module 'fastify' {
-  interface FastifyInstance {
-    /** Login sessions, refresh tokens, logout and the denylist the token guard consults. */
-    sessions: Sessions
-  }
-}
-
+/** Login sessions, refresh tokens and logout, over the stores of the settings. */
 export default fp(async (fastify) => {
-  const { sessions, close } = openSessions(fastify.config, {
-    database: fastify.database,
-    redis: fastify.redis,
-    users: fastify.users,
-    sign: (claims) => fastify.jwt.sign(claims),
-    refreshSecret: fastify.tokenKeys.refreshSecret,
-    events: fastify.metrics?.sessions
+  const config = serviceDecorator(fastify, 'catsConfig')
+  const keys = serviceDecorator(fastify, 'catsTokenKeys')
+  const { sessions, close } = openSessions(config, {
+    database: serviceDecorator(fastify, 'catsDatabase'),
+    redis: serviceDecorator(fastify, 'catsRedis'),
+    users: serviceDecorator(fastify, 'catsUsers'),
+    sign: accessTokenSigner(config, keys),
+    refreshSecret: keys.refreshSecret,
+    events: serviceDecorator(fastify, 'catsMetrics')?.sessions
   })
   fastify.addHook('onClose', close)
-  fastify.decorate('sessions', sessions)
-}, { name: 'sessions', dependencies: ['jwt', 'users', 'database', 'redis', 'metrics'] })
+  decorateService(fastify, 'catsSessions', sessions)
+}, { name: 'sessions', dependencies: ['users', 'database', 'redis', 'metrics'] })

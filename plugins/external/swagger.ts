@@ -2,13 +2,15 @@ import fp from 'fastify-plugin'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import { documentParams, documentRequestBodies, documentRequiredHeader } from '../../src/http/openapi-document.js'
+import { serviceDecorator } from '../../src/service-scope.js'
 
 const WRITES = new Set(['PUT', 'PATCH', 'DELETE'])
 
 /** OpenAPI 3.1 built from the route schemas; JSON at /docs/json, UI at /docs unless DOCS_ENABLED=false. */
 export default fp(async (fastify) => {
   // CATS_IF_MATCH=required: writes to a cat answer 428 without If-Match, so the document requires it.
-  const ifMatchRequired = fastify.config.CATS_IF_MATCH === 'required'
+  const config = serviceDecorator(fastify, 'catsConfig')
+  const ifMatchRequired = config.CATS_IF_MATCH === 'required'
   await fastify.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -41,7 +43,7 @@ export default fp(async (fastify) => {
     },
     transformObject: documentRequestBodies
   })
-  if (fastify.config.DOCS_ENABLED) {
+  if (config.DOCS_ENABLED) {
     await fastify.register(swaggerUi, {
       routePrefix: '/docs',
       // The page at /docs (no trailing slash) links its assets by absolute path; without the

@@ -7,14 +7,18 @@ import {
 import { durationToSeconds } from '../../src/config.js'
 import { InvalidCredentials } from '../../src/errors.js'
 import { clientAddress } from '../../src/http/client-address.js'
+import { serviceDecorator } from '../../src/service-scope.js'
 
 const login: FastifyPluginAsyncTypebox = async (fastify) => {
-  const config = fastify.config
+  const config = serviceDecorator(fastify, 'catsConfig')
+  const protection = serviceDecorator(fastify, 'catsLoginProtection')
+  const users = serviceDecorator(fastify, 'catsUsers')
+  const sessions = serviceDecorator(fastify, 'catsSessions')
   const expiresIn = durationToSeconds(config.JWT_EXPIRES_IN)
 
   fastify.post('/login', {
     // Every answer counts, including the protection's 429 and 503.
-    onResponse: fastify.metrics?.countLogin ?? [],
+    onResponse: serviceDecorator(fastify, 'catsMetrics')?.countLogin ?? [],
     schema: {
       tags: ['auth'],
       operationId: 'login',
@@ -42,11 +46,11 @@ const login: FastifyPluginAsyncTypebox = async (fastify) => {
     reply.raw.once('close', () => { if (!reply.raw.writableEnded) clientGone.abort() })
     // Refused (429) or counted by the protection, the same way for unknown and known usernames; per client
     // address as every limit per client counts it (an IPv6 client by its /64).
-    const user = await fastify.loginProtection.check(username, clientAddress(request.ip),
-      () => fastify.users.verifyCredentials(username, password, clientGone.signal))
+    const user = await protection.check(username, clientAddress(request.ip),
+      () => users.verifyCredentials(username, password, clientGone.signal))
     if (user === undefined) throw new InvalidCredentials()
     // A new session: the access token carries its id (sid) and a jti of its own, plus a refresh token when they are on.
-    const { accessToken, refreshToken } = await fastify.sessions.start(user, { address: request.ip, userAgent: request.headers['user-agent'] ?? '' })
+    const { accessToken, refreshToken } = await sessions.start(user, { address: request.ip, userAgent: request.headers['user-agent'] ?? '' })
     // RFC 6749 §5.1: token responses must not be cached.
     reply.header('cache-control', 'no-store')
     return { access_token: accessToken, token_type: 'Bearer' as const, expires_in: expiresIn, refresh_token: refreshToken }

@@ -2,12 +2,14 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { BEARER_SECURITY } from '../../src/http/schemas.js'
 import { badRequest, sessionsUnavailable, unauthorized } from '../../src/http/error-response-schemas.js'
-import { InvalidToken } from '../../src/errors.js'
 import { LogoutQuery } from '../../src/auth/schemas.js'
+import { serviceDecorator } from '../../src/service-scope.js'
+import { verifiedOf } from '../../src/auth/token-guard.js'
 
 const logout: FastifyPluginAsyncTypebox = async (fastify) => {
+  const sessions = serviceDecorator(fastify, 'catsSessions')
   fastify.post('/logout', {
-    onRequest: fastify.authenticate,
+    onRequest: serviceDecorator(fastify, 'catsAuthenticate'),
     schema: {
       tags: ['auth'],
       operationId: 'logout',
@@ -25,10 +27,7 @@ const logout: FastifyPluginAsyncTypebox = async (fastify) => {
       }
     }
   }, async (request, reply) => {
-    // The guard ran first and set the claims: a request without them never gets here.
-    /* c8 ignore next */
-    if (request.tokenClaims === null) throw new InvalidToken()
-    await fastify.sessions.end(request.tokenClaims, request.query.scope)
+    await sessions.end(verifiedOf(request).claims, request.query.scope)
     return reply.code(204).send(null)
   })
 }

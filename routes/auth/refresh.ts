@@ -6,11 +6,14 @@ import {
 } from '../../src/http/error-response-schemas.js'
 import { durationToSeconds } from '../../src/config.js'
 import { InvalidRefreshToken } from '../../src/errors.js'
+import { serviceDecorator } from '../../src/service-scope.js'
 
 /** Present only with refresh tokens on (REFRESH_TOKENS=true); otherwise the route does not exist (404). */
 const refresh: FastifyPluginAsyncTypebox = async (fastify) => {
-  if (!fastify.sessions.refreshEnabled) return
-  const expiresIn = durationToSeconds(fastify.config.JWT_EXPIRES_IN)
+  const sessions = serviceDecorator(fastify, 'catsSessions')
+  const config = serviceDecorator(fastify, 'catsConfig')
+  if (!sessions.refreshEnabled) return
+  const expiresIn = durationToSeconds(config.JWT_EXPIRES_IN)
 
   fastify.post('/refresh', {
     schema: {
@@ -19,7 +22,7 @@ const refresh: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'Exchange a refresh token for a new access token and a new refresh token',
       description: 'The refresh token presented stops working. Presenting it again ends its whole session: ' +
         'its refresh tokens and every access token issued through it are refused from then on. ' +
-        `One session may refresh at most ${fastify.config.REFRESH_RATE_LIMIT} times a minute (429 with Retry-After past it).`,
+        `One session may refresh at most ${config.REFRESH_RATE_LIMIT} times a minute (429 with Retry-After past it).`,
       security: NO_SECURITY,
       body: RefreshBody,
       response: {
@@ -33,7 +36,7 @@ const refresh: FastifyPluginAsyncTypebox = async (fastify) => {
       }
     }
   }, async (request, reply) => {
-    const tokens = await fastify.sessions.refresh(request.body.refresh_token)
+    const tokens = await sessions.refresh(request.body.refresh_token)
     if (tokens === undefined) throw new InvalidRefreshToken()
     reply.header('cache-control', 'no-store')
     return { access_token: tokens.accessToken, token_type: 'Bearer' as const, expires_in: expiresIn, refresh_token: tokens.refreshToken }

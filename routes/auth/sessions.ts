@@ -3,11 +3,15 @@ import { Type } from '@sinclair/typebox'
 import { SessionList } from '../../src/auth/schemas.js'
 import { BEARER_SECURITY } from '../../src/http/schemas.js'
 import { badRequest, sessionNotFound, sessionsUnavailable, unauthorized } from '../../src/http/error-response-schemas.js'
-import { InvalidToken, SessionNotFound } from '../../src/errors.js'
+import { SessionNotFound } from '../../src/errors.js'
+import { serviceDecorator } from '../../src/service-scope.js'
+import { verifiedOf } from '../../src/auth/token-guard.js'
 
-const sessions: FastifyPluginAsyncTypebox = async (fastify) => {
+const sessionRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
+  const sessions = serviceDecorator(fastify, 'catsSessions')
+  const authenticate = serviceDecorator(fastify, 'catsAuthenticate')
   fastify.get('/sessions', {
-    onRequest: fastify.authenticate,
+    onRequest: authenticate,
     schema: {
       tags: ['auth'],
       operationId: 'listSessions',
@@ -18,14 +22,11 @@ const sessions: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 200: SessionList, 401: unauthorized, 503: sessionsUnavailable }
     }
   }, async (request) => {
-    // The guard ran first and set the claims: a request without them never gets here.
-    /* c8 ignore next */
-    if (request.tokenClaims === null) throw new InvalidToken()
-    return await fastify.sessions.list(request.tokenClaims)
+    return await sessions.list(verifiedOf(request).claims)
   })
 
   fastify.delete('/sessions/:id', {
-    onRequest: fastify.authenticate,
+    onRequest: authenticate,
     schema: {
       tags: ['auth'],
       operationId: 'endSession',
@@ -43,11 +44,9 @@ const sessions: FastifyPluginAsyncTypebox = async (fastify) => {
       }
     }
   }, async (request, reply) => {
-    /* c8 ignore next */
-    if (request.tokenClaims === null) throw new InvalidToken()
-    if (!await fastify.sessions.endOne(request.tokenClaims, request.params.id)) throw new SessionNotFound()
+    if (!await sessions.endOne(verifiedOf(request).claims, request.params.id)) throw new SessionNotFound()
     return reply.code(204).send(null)
   })
 }
 
-export default sessions
+export default sessionRoutes

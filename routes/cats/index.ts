@@ -23,12 +23,15 @@ import { findMergeProblems } from '../../src/cats/merge-safety.js'
 import { clientAddress } from '../../src/http/client-address.js'
 import { mapMaybePromise, type MaybePromise } from '../../src/maybe-promise.js'
 import type { FieldError } from '../../src/http/validation-issues.js'
+import { serviceDecorator } from '../../src/service-scope.js'
+import { verifiedOf } from '../../src/auth/token-guard.js'
 
 const cats: FastifyPluginAsyncTypebox = async (fastify) => {
-  const { CATS_AUTH, CATS_IF_MATCH, WRITE_HEAP_RATIO, LIST_STREAMS_MAX, LIST_WRITE_TIMEOUT_MS } = fastify.config
+  const { CATS_AUTH, CATS_IF_MATCH, WRITE_HEAP_RATIO, LIST_STREAMS_MAX, LIST_WRITE_TIMEOUT_MS } = serviceDecorator(fastify, 'catsConfig')
+  const catsStore = serviceDecorator(fastify, 'catsStore')
   // Public by default; CATS_AUTH=required puts the token guard on every route here.
   const tokenRequired = CATS_AUTH === 'required'
-  const authHook = tokenRequired ? { onRequest: fastify.authenticate } : {}
+  const authHook = tokenRequired ? { onRequest: serviceDecorator(fastify, 'catsAuthenticate') } : {}
   const security = { security: tokenRequired ? BEARER_SECURITY : NO_SECURITY }
   const authErrors = tokenRequired ? { 401: unauthorized } : {}
   const badId = badRequest('The id is not an integer in decimal digits', 'params.id', `must match pattern "${INTEGER_TEXT_PATTERN}"`)
@@ -78,7 +81,7 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
     if (!canWrite()) throw new LowMemory()
   }
 
-  const wholeLists = new WholeLists(fastify.catsStore, { maxStreams: LIST_STREAMS_MAX, writeTimeoutMs: LIST_WRITE_TIMEOUT_MS })
+  const wholeLists = new WholeLists(catsStore, { maxStreams: LIST_STREAMS_MAX, writeTimeoutMs: LIST_WRITE_TIMEOUT_MS })
 
   fastify.post('', {
     ...authHook,
@@ -106,11 +109,11 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
     const key = request.headers['idempotency-key']
     // The store's JSON text of the cat has exactly the reply's fields in its order, so it is sent as it is.
     reply.code(201).type(JSON_CONTENT_TYPE)
-    if (key === undefined) return fastify.catsStore.createJson(request.body)
+    if (key === undefined) return catsStore.createJson(request.body)
     const { name, age, breed } = request.body
     // Per user when creates need a token, so one user's key never answers another's request.
-    const user = tokenRequired ? String(request.user.userId) : undefined
-    const result = fastify.catsStore.createOnce(request.body, {
+    const user = tokenRequired ? String(verifiedOf(request).identity.userId) : undefined
+    const result = catsStore.createOnce(request.body, {
       scope: user ?? '',
       key,
       // A hash, not the body: a repeat is recognised without keeping what it sent.
@@ -150,7 +153,7 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
     const position = after === undefined ? 0 : decodeCursor(after)
     if (position === undefined) throw invalidRequest('querystring', [{ instancePath: '/after', message: 'is not a cursor from a Link header' }])
     // Read before the cats, so that a change while they are read makes the tag older, never newer, than the list.
-    const version = await fastify.catsStore.listVersion()
+    const version = await catsStore.listVersion()
     const etag = weakTag(version)
     if (!meetsCondition({ noneMatch: ifNoneMatchVersions(request.headers['if-none-match']) }, version)) return notModifiedReply(reply, etag)
     let list: string | Readable
@@ -160,7 +163,7 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
       list = whole
     } else {
       const pageSize = limit ?? LIST_CHUNK
-      const page = await fastify.catsStore.page(position, pageSize)
+      const page = await catsStore.page(position, pageSize)
       if (page.more) {
         const path = request.url.split('?', 1)[0]
         reply.header('link', `<${path}?limit=${pageSize}&after=${encodeCursor(page.last)}>; rel="next"`)
@@ -188,7 +191,7 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
         503: storeUnavailable
       }
     }
-  }, (request, reply) => mapMaybePromise(fastify.catsStore.find(catId(request.params)), (cat) => {
+  }, (request, reply) => mapMaybePromise(catsStore.find(catId(request.params)), (cat) => {
     const { match, noneMatch } = conditionOf(request)
     if (!meetsCondition({ match }, cat?.version)) throw new PreconditionFailed()
     if (cat !== undefined && !meetsCondition({ noneMatch }, cat.version)) return notModifiedReply(reply, strongTag(cat.version))
@@ -213,7 +216,7 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
       }
     }
   }, (request, reply) => writeCat(request, reply, () => findMergeProblems(request.body),
-    (condition) => fastify.catsStore.update(catId(request.params), request.body, condition)))
+    (condition) => catsStore.update(catId(request.params), request.body, condition)))
 
   // PATCH takes only merge patches: in a scope of its own, whose one body parser is for that media type, so any
   // other gets 415 (and the other routes here never take it).
@@ -241,7 +244,7 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
         }
       }
     }, (request, reply) => writeCat(request, reply, () => findPatchProblems(request.body),
-      (condition) => fastify.catsStore.patch(catId(request.params), request.body, condition)))
+      (condition) => catsStore.patch(catId(request.params), request.body, condition)))
   })
 
   fastify.delete('/:id', {
@@ -261,7 +264,7 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
         503: storeUnavailable
       }
     }
-  }, (request) => mapMaybePromise(fastify.catsStore.remove(catId(request.params), writeCondition(request)), () => ({ deleted: true as const })))
+  }, (request) => mapMaybePromise(catsStore.remove(catId(request.params), writeCondition(request)), () => ({ deleted: true as const })))
 }
 
 export default cats

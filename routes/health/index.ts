@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { NO_SECURITY } from '../../src/http/schemas.js'
 import { READINESS_CACHE_MS, sharedProbe } from '../../src/readiness.js'
+import { serviceDecorator } from '../../src/service-scope.js'
 
 const Liveness = Type.Object({ status: Type.Literal('ok') }, { description: 'The process is up' })
 const Readiness = Type.Object({
@@ -11,13 +12,17 @@ const Readiness = Type.Object({
 
 // Health checks answer even under pressure: they report it instead of being shed.
 const notShed = { pressureHandler: () => undefined }
+// Read by the standalone server's shutdown (src/http/graceful-shutdown.ts); a name of the route's own config, not
+// one added to Fastify's shared types.
+const readinessConfig = { ...notShed, readiness: true }
 
 const health: FastifyPluginAsyncTypebox = async (fastify) => {
+  const dependencies = serviceDecorator(fastify, 'catsDependencies')
   // The names of the dependencies that did not answer their probe (each has its own short timeout, so
   // readiness answers even when one is silent). Shared and reused for a second: readiness is public, and
   // a probe per request would let anyone send the database and Redis a query per request they send.
   const unavailableDependencies = sharedProbe(async () => {
-    const checks = await Promise.all([...fastify.dependencies.values()].map(async (dependency) => ({ dependency, ok: await dependency.check() })))
+    const checks = await Promise.all([...dependencies.values()].map(async (dependency) => ({ dependency, ok: await dependency.check() })))
     return checks.filter((check) => !check.ok).map((check) => check.dependency.name)
   }, READINESS_CACHE_MS)
 
@@ -28,7 +33,7 @@ const health: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.get('/ready', {
     // readiness: answered 503 by the standalone server once shutdown has started.
-    config: { ...notShed, readiness: true },
+    config: readinessConfig,
     schema: {
       tags: ['health'],
       operationId: 'getReadiness',

@@ -2,10 +2,12 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Identity } from '../../src/auth/schemas.js'
 import { BEARER_SECURITY, ref } from '../../src/http/schemas.js'
 import { overloaded, unauthorized } from '../../src/http/error-response-schemas.js'
+import { serviceDecorator } from '../../src/service-scope.js'
+import { verifiedOf } from '../../src/auth/token-guard.js'
 
 const profile: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('', {
-    onRequest: fastify.authenticate,
+    onRequest: serviceDecorator(fastify, 'catsAuthenticate'),
     schema: {
       tags: ['profile'],
       operationId: 'getProfile',
@@ -13,7 +15,7 @@ const profile: FastifyPluginAsyncTypebox = async (fastify) => {
       security: BEARER_SECURITY,
       response: { 200: ref(Identity, { description: 'The user the token was issued to' }), 401: unauthorized, 503: overloaded }
     }
-  }, (request) => request.user)
+  }, (request) => verifiedOf(request).identity)
 }
 
 export default profile

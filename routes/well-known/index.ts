@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { NO_SECURITY } from '../../src/http/schemas.js'
 import { PublicKey } from '../../src/auth/token-keys.js'
+import { serviceDecorator } from '../../src/service-scope.js'
 
 const KeySet = Type.Object({ keys: Type.Array(PublicKey) }, {
   description: 'The public keys that verify this service\'s tokens: the signing key first, then the verify-only keys (empty with HS256 alone)',
@@ -12,7 +13,7 @@ const KeySet = Type.Object({ keys: Type.Array(PublicKey) }, {
 const CACHE_CONTROL = 'public, max-age=300'
 
 const wellKnown: FastifyPluginAsyncTypebox = async (fastify) => {
-  const keySet = { keys: fastify.tokenKeys.published }
+  const keySet = { keys: serviceDecorator(fastify, 'catsTokenKeys').published }
   fastify.get('/jwks.json', {
     schema: {
       tags: ['auth'],

@@ -1,19 +1,7 @@
-import type { FastifyJWTOptions } from '@fastify/jwt'
-import type { VerifierOptions } from 'fast-jwt'
+import { createSigner, type VerifierOptions } from 'fast-jwt'
 import { durationToSeconds, type Config } from '../config.js'
-import type { Identity, TokenClaims } from './schemas.js'
-import { publicPem, type TokenKeys } from './token-keys.js'
-
-// @fastify/jwt's own declarations (request.user, fastify.jwt) kept in this module's compiled types, with the
-// service's claims and identity, for the service and for a host using the package's token guard.
-export type {} from '@fastify/jwt'
-
-declare module '@fastify/jwt' {
-  interface FastifyJWT {
-    payload: TokenClaims
-    user: Identity
-  }
-}
+import type { TokenClaims } from './schemas.js'
+import type { TokenKeys } from './token-keys.js'
 
 /** What every token must carry and, when configured, its issuer and audience: for fast-jwt's verifiers. */
 export function verifyOptions ({ JWT_ISSUER, JWT_AUDIENCE }: Config): Omit<Partial<VerifierOptions>, 'key' | 'algorithms'> {
@@ -29,21 +17,19 @@ export function verifyOptions ({ JWT_ISSUER, JWT_AUDIENCE }: Config): Omit<Parti
 }
 
 /**
- * @fastify/jwt's settings: it signs with the configured key (an asymmetric one names itself with `kid`), the
- * configured lifetime, issuer and audience. Tokens are verified by `keyedVerify` (src/auth/token-keys.ts).
+ * Signs access tokens with the configured key (an asymmetric one names itself with `kid`), lifetime, issuer and
+ * audience. fast-jwt directly, not @fastify/jwt: that plugin decorates `jwt` and request `user`, or, under a
+ * `namespace`, adds itself to a host's existing `fastify.jwt`; the service must leave a host's decorators alone (D38).
+ * Tokens are verified by `keyedVerify` (src/auth/token-keys.ts).
  */
-export function jwtOptions (config: Config, keys: TokenKeys): FastifyJWTOptions {
+export function accessTokenSigner (config: Config, keys: TokenKeys): (claims: TokenClaims) => string {
   const { JWT_EXPIRES_IN, JWT_ISSUER, JWT_AUDIENCE } = config
-  const [signing] = keys.published
-  return {
-    secret: keys.kid === undefined ? keys.signingKey : { private: keys.signingKey, public: publicPem(signing) },
-    sign: {
-      algorithm: keys.algorithm,
-      ...(keys.kid !== undefined && { kid: keys.kid }),
-      expiresIn: durationToSeconds(JWT_EXPIRES_IN), // @fastify/jwt reads a number as seconds
-      ...(JWT_ISSUER !== undefined && { iss: JWT_ISSUER }),
-      ...(JWT_AUDIENCE !== undefined && { aud: JWT_AUDIENCE })
-    },
-    verify: { algorithms: [keys.algorithm], ...verifyOptions(config) }
-  }
+  return createSigner({
+    key: keys.signingKey,
+    algorithm: keys.algorithm,
+    ...(keys.kid !== undefined && { kid: keys.kid }),
+    expiresIn: durationToSeconds(JWT_EXPIRES_IN) * 1000, // fast-jwt reads a number as milliseconds
+    ...(JWT_ISSUER !== undefined && { iss: JWT_ISSUER }),
+    ...(JWT_AUDIENCE !== undefined && { aud: JWT_AUDIENCE })
+  })
 }

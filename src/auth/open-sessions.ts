@@ -8,7 +8,7 @@ import { Sessions, type SessionsOptions } from './sessions.js'
 import { SqlDenylist, SqlSessionStore } from './sql-session-stores.js'
 import type { Database } from '../db/database.js'
 import type { RedisConnection } from '../redis-connection.js'
-import type { UserStore } from './users.js'
+import type { Accounts } from './users.js'
 
 /**
  * The sessions of the settings, each store where every instance reads it whenever a shared store is configured:
@@ -18,7 +18,7 @@ import type { UserStore } from './users.js'
 export function openSessions (config: Config, { database, redis, users, sign, refreshSecret, events }: {
   database: Database | undefined
   redis: RedisConnection | undefined
-  users: UserStore
+  users: Accounts
   sign: SessionsOptions['sign']
   /** The secret refresh tokens are proven with (TokenKeys.refreshSecret). */
   refreshSecret: string

@@ -3,7 +3,7 @@ import { decodeRefreshToken, encodeRefreshToken, type RefreshTokenClaims } from 
 import type { Denylist } from './denylist.js'
 import { SKEW_MARGIN_MS, type RefreshLimit, type SessionRecord, type SessionStore } from './session-store.js'
 import type { LogoutScope, SessionView, TokenClaims, UserId, VerifiedClaims } from './schemas.js'
-import type { UserStore } from './users.js'
+import type { Accounts } from './users.js'
 import { TooManyRefreshes } from '../errors.js'
 
 /** The tokens login and refresh hand out. */
@@ -51,7 +51,7 @@ export interface SessionsOptions {
   maxPerUser: number
   store: SessionStore & { legacySession?: (tokenHash: Buffer) => Promise<string | undefined> }
   denylist: Denylist
-  users: Pick<UserStore, 'findById'>
+  users: Pick<Accounts, 'findById'>
   /** Told of each session started and ended, when the app has metrics. */
   events?: SessionEvents
 }
@@ -126,7 +126,7 @@ export class Sessions {
     }
     if (rotation.outcome !== 'rotated' && rotation.outcome !== 'repeated') return undefined
     const { session } = rotation
-    const user = users.findById(session.userId)
+    const user = await users.findById(session.userId)
     if (user === undefined || user.username !== session.username) {
       await this.#end(session.id, 'user_gone')
       return undefined

@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify'
 import type { Identity, TokenClaims, VerifiedClaims } from './schemas.js'
-import type { UserStore } from './users.js'
+import type { Accounts } from './users.js'
+import { mapMaybePromise } from '../maybe-promise.js'
 
 /**
  * The validation step of the guard: receives verified claims and returns the
@@ -37,10 +38,7 @@ export function hasAllowedAge ({ iat, exp }: TokenTimes, lifetimeSeconds: number
  * The default validation step: the user must still exist under the same name in the
  * given store (the guard's own, not the request's server: a host's scope has none).
  */
-export function userStillExists (users: Pick<UserStore, 'findById'>): ValidateToken {
-  return (claims) => {
-    const user = users.findById(claims.sub)
-    if (user === undefined || user.username !== claims.username) return undefined
-    return { userId: user.id, username: user.username }
-  }
+export function userStillExists (users: Pick<Accounts, 'findById'>): ValidateToken {
+  return (claims) => mapMaybePromise(users.findById(claims.sub), (user) =>
+    user === undefined || user.username !== claims.username ? undefined : { userId: user.id, username: user.username })
 }

@@ -1,6 +1,6 @@
 import { TypeCompiler } from '@sinclair/typebox/compiler'
-import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
-import { VerifiedClaims } from './schemas.js'
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
+import { VerifiedClaims, type Identity } from './schemas.js'
 import { bearerToken } from './bearer-token.js'
 import { hasAllowedAge, type IsRevoked, type ValidateToken } from './token-claims.js'
 import { errorBody } from '../http/error-body.js'
@@ -10,7 +10,7 @@ import { fromHost, mapMaybePromise, type MaybePromise } from '../maybe-promise.j
 import { requestSpan } from '../tracing/spans.js'
 
 /**
- * The token guard: an onRequest hook that sets request.user and request.tokenClaims, or answers 401. As a route's
+ * The token guard: an onRequest hook that keeps the token's identity and claims on the request (`verifiedOf`), or answers 401. As a route's
  * hook (called with `done`) it answers synchronously whenever its checks do (see MaybePromise); awaited, it is
  * an async hook.
  */
@@ -19,26 +19,42 @@ export interface TokenGuard {
   (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void
 }
 
-declare module 'fastify' {
-  interface FastifyInstance {
-    /** The token guard (see TokenGuard), for a route's onRequest. */
-    authenticate: TokenGuard
-  }
-  interface FastifyRequest {
-    /** The verified claims of the request's access token, set by the guard (logout reads them). */
-    tokenClaims: VerifiedClaims | null
-  }
+/** What the guard verified of a request's token. */
+export interface Verified {
+  /** The user the token was issued to. */
+  identity: Identity
+  /** The token's verified claims (logout and the session routes read them). */
+  claims: VerifiedClaims
+}
+
+/**
+ * Where the guard keeps what it verified: a symbol of the package's own, so that no request decorator of a host
+ * (`user` of @fastify/jwt, say) is claimed or overwritten, on the service's routes or on the host's (D38).
+ */
+const VERIFIED = Symbol('cats-auth-service.verified')
+type GuardedRequest = FastifyRequest & { [VERIFIED]?: Verified | null }
+
+/** Gives the requests of a scope the guard's slot up front, so that setting it does not change their shape. */
+export function decorateVerified (fastify: FastifyInstance): void {
+  fastify.decorateRequest(VERIFIED, null)
+}
+
+/** What the guard verified of this request's token; throws when the guard has not accepted the request. */
+export function verifiedOf (request: FastifyRequest): Verified {
+  const verified = (request as GuardedRequest)[VERIFIED]
+  if (verified == null) throw new Error('the token guard has not accepted this request: add the guard to the route\'s onRequest')
+  return verified
 }
 
 export interface TokenGuardOptions {
-  /** Verifies a token's signature and expiry (`fastify.jwt.verify`); throws when it fails. */
+  /** Verifies a token's signature and expiry (`keyedVerify`); throws when it fails. */
   verify: (token: string) => unknown
   /** The configured access-token lifetime: no token may claim a longer one. */
   lifetimeSeconds: number
   /** Turns verified claims into the request's identity, or undefined to refuse them. */
   validateToken: ValidateToken
-  /** The service's denylist (logout, reused refresh tokens), when the service runs in this app. */
-  denylist: () => { isRevoked: (claims: VerifiedClaims) => MaybePromise<boolean> } | undefined
+  /** The service's denylist (logout, reused refresh tokens, ended sessions). */
+  denylist: { isRevoked: (claims: VerifiedClaims) => MaybePromise<boolean> }
   /** A host's own revocation check, consulted after the service's. */
   isRevoked?: IsRevoked
 }
@@ -72,12 +88,12 @@ export function tokenGuard (options: TokenGuardOptions): TokenGuard {
 
   /** Whether the service's denylist or the host's own check denies the token. */
   function revoked (claims: VerifiedClaims, request: FastifyRequest): MaybePromise<boolean> {
-    const denied = denylist()?.isRevoked(claims) ?? false
+    const denied = denylist.isRevoked(claims)
     if (isRevoked === undefined) return denied
     return mapMaybePromise(denied, (yes) => yes || fromHost(isRevoked(claims, request)))
   }
 
-  /** Whether the token is accepted (request.user set) or refused (the 401 sent). */
+  /** Whether the token is accepted (what it carries kept on the request) or refused (the 401 sent). */
   function check (request: FastifyRequest, reply: FastifyReply): MaybePromise<boolean> {
     const token = bearerToken(request.headers.authorization)
     if (token === undefined) return refuse(request, reply, false)
@@ -87,8 +103,7 @@ export function tokenGuard (options: TokenGuardOptions): TokenGuard {
       ? refuse(request, reply, true)
       : mapMaybePromise(fromHost(validateToken(claims, request)), (identity) => {
         if (identity === undefined) return refuse(request, reply, true)
-        request.user = identity
-        request.tokenClaims = claims
+        ;(request as GuardedRequest)[VERIFIED] = { identity, claims }
         // The request's span names the user the token was issued to.
         requestSpan(request)?.setAttribute('enduser.id', String(claims.sub))
         return true

@@ -128,17 +128,6 @@ export function tokenKeys (config: Config): TokenKeys {
   }
 }
 
-/**
- * The keys the hosts' token guard verifies with: the service's own when the private key is given, else only
- * JWT_VERIFY_KEYS, so that a host which checks tokens need not hold the key that signs them.
- */
-export function verifyingKeys (config: Config): Pick<TokenKeys, 'published'> {
-  if (config.JWT_ALGORITHM === 'HS256' || config.JWT_PRIVATE_KEY !== undefined || config.JWT_PRIVATE_KEY_FILE !== undefined) return tokenKeys(config)
-  const published = verifyKeys(inlineOrFile(config, 'JWT_VERIFY_KEYS'))
-  if (published.length === 0) throw new Error(`env/JWT_VERIFY_KEYS (or JWT_PRIVATE_KEY) is required with JWT_ALGORITHM=${config.JWT_ALGORITHM}`)
-  return { published }
-}
-
 /** A published key as the PEM fast-jwt takes. */
 export const publicPem = (jwk: PublishedKey): string =>
   createPublicKey({ key: jwk, format: 'jwk' }).export({ format: 'pem', type: 'spki' }).toString()
@@ -168,12 +157,5 @@ export function keyedVerify (keys: Pick<TokenKeys, 'published'>, secret: string 
     const verify = kid === undefined ? hs256 : typeof kid === 'string' ? byKid.get(kid) : undefined
     if (verify === undefined) throw new Error('no key for this token')
     return verify(token)
-  }
-}
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    /** The keys that sign and verify access tokens, read once at start (src/app.ts). */
-    tokenKeys: TokenKeys
   }
 }

@@ -1,6 +1,6 @@
 import { errorResponse, type ErrorExample, type ErrorReply } from './schemas.js'
 import {
-  InvalidRefreshToken, SessionNotFound, SessionStoreUnavailable, CatTooLarge, CollectionFull, IdempotencyKeyInUse, IdempotencyKeyReused, InvalidCredentials, LoginWaitedTooLong, InvalidRequest, InvalidToken, LoginLimiterUnavailable, LowMemory,
+  AccountsUnavailable, InvalidRefreshToken, SessionNotFound, SessionStoreUnavailable, CatTooLarge, CollectionFull, IdempotencyKeyInUse, IdempotencyKeyReused, InvalidCredentials, LoginWaitedTooLong, InvalidRequest, InvalidToken, LoginLimiterUnavailable, LowMemory,
   MissingToken, Overloaded, PreconditionFailed, PreconditionRequired, StoreUnavailable, TooManyLists, TooManyLoginAttempts, TooManyLoginsInProgress, TooManyRefreshes, type ServiceError
 } from '../errors.js'
 
@@ -39,7 +39,7 @@ export const tooManyLoginAttempts = response(429, 'Too many login attempts from 
   ...examples(new TooManyLoginAttempts(60)))
 
 export const loginUnavailable = response(503, 'Login cannot be served now; retry after Retry-After seconds',
-  ...examples(new LoginLimiterUnavailable(), new TooManyLoginsInProgress(), new LoginWaitedTooLong(), new Overloaded()))
+  ...examples(new LoginLimiterUnavailable(), new TooManyLoginsInProgress(), new LoginWaitedTooLong(), new AccountsUnavailable(), new Overloaded()))
 
 export const overloaded = response(503, 'The server sheds load; retry after Retry-After seconds', ...examples(new Overloaded()))
 
@@ -67,7 +67,7 @@ export const sessionNotFound = response(404, 'No live session of the caller has 
   ...examples(new SessionNotFound()))
 
 export const sessionsUnavailable = response(503, 'The session store cannot be reached, or the server is overloaded; retry after Retry-After seconds',
-  ...examples(new SessionStoreUnavailable(), new Overloaded()))
+  ...examples(new SessionStoreUnavailable(), new AccountsUnavailable(), new Overloaded()))
 
 export const preconditionFailed = response(412, 'If-Match names no current ETag of the cat (or no cat has this id), or If-None-Match names the current one: nothing changed',
   ...examples(new PreconditionFailed()))

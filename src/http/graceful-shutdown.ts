@@ -1,11 +1,9 @@
 import { Server as NetServer, type Socket } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 
-declare module 'fastify' {
-  interface FastifyContextConfig {
-    /** A readiness route: answered 503 once shutdown has started. */
-    readiness?: boolean
-  }
+/** Whether a route's config marks it as readiness (`config: { readiness: true }`, routes/health): answered 503 once shutdown starts. */
+function isReadinessRoute (config: object): boolean {
+  return 'readiness' in config && config.readiness === true
 }
 
 /**
@@ -40,7 +38,7 @@ export function drainingShutdown (fastify: FastifyInstance, timeoutMs: number): 
       return
     }
     reply.header('connection', 'close')
-    if (request.routeOptions.config.readiness === true) reply.code(503).send({ ready: false, reason: 'shutting down' })
+    if (isReadinessRoute(request.routeOptions.config)) reply.code(503).send({ ready: false, reason: 'shutting down' })
     else done()
   })
 

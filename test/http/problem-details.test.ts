@@ -1,7 +1,6 @@
 import t, { type Test } from 'tap'
 import Fastify, { type FastifyInstance, type LightMyRequestResponse } from 'fastify'
-import serviceApp from '../../src/app.js'
-import tokenGuardPlugin from '../../src/token-guard-plugin.js'
+import serviceApp, { catsService } from '../../src/app.js'
 import { MAX_INSTANCE_CHARS, PROBLEM_JSON, PROBLEM_TYPE_PREFIX, prefersProblemDetails, problemDetails, varyByAccept } from '../../src/http/problem-details.js'
 import { bearer, build, testConfig, tokenFor } from '../support/app.js'
 import { TcpProxy } from '../support/tcp-proxy.js'
@@ -118,13 +117,12 @@ t.test('the guard\'s 401s, for a missing and for an invalid token, keep WWW-Auth
   t.equal(plain.headers.vary, 'Accept', 'which varies by Accept too')
 })
 
-t.test('a host\'s own routes behind the token guard plugin answer 401 as Problem Details too', async (t) => {
+t.test('a host\'s own routes behind the service\'s guard answer 401 as Problem Details too', async (t) => {
   const host = Fastify()
   t.teardown(() => host.close())
-  await host.register(async (scope) => {
-    await scope.register(tokenGuardPlugin, { config: testConfig })
-    scope.get('/reports', { onRequest: scope.authenticate }, async () => ({ ok: true }))
-  })
+  const service = catsService({ config: testConfig })
+  await host.register(service.plugin, { prefix: '/api' })
+  host.get('/reports', { onRequest: service.guard }, async () => ({ ok: true }))
   const res = await host.inject({ url: '/reports?year=2024', headers: PROBLEM })
   expectProblem(t, res, 401, 'AUTH_ERR_MISSING_TOKEN', '/reports')
   t.equal(res.headers['www-authenticate'], 'Bearer')

@@ -139,7 +139,7 @@ t.test('embedded, the host passes its registry; routes keep the prefix and nothi
 
 t.test('metrics off (the default): /metrics is a 404 and no metric exists', async (t) => {
   const app = await build(t)
-  t.equal(app.metrics, undefined)
+  t.equal(app.catsMetrics, undefined)
   const response = await app.inject('/metrics')
   t.equal(response.statusCode, 404)
   t.equal(response.json().code, 'HTTP_ERR_ROUTE_NOT_FOUND')

@@ -1,7 +1,6 @@
 import t from 'tap'
 import Fastify from 'fastify'
-import serviceApp from '../../src/app.js'
-import tokenGuard from '../../src/token-guard-plugin.js'
+import serviceApp, { catsService } from '../../src/app.js'
 import { bearer, build, testConfig, tokenFor } from '../support/app.js'
 import { fromHost, mapMaybePromise } from '../../src/maybe-promise.js'
 
@@ -84,11 +83,9 @@ t.test('a host thenable that rejects fails the request (500), never admits it', 
 
 t.test('the guard on a host\'s own routes treats a thenable alike', async (t) => {
   const host = Fastify()
-  await host.register(serviceApp, { prefix: '/api', config: testConfig })
-  await host.register(async (scope) => {
-    await scope.register(tokenGuard, { config: testConfig, isRevoked: (claims) => resolving(claims.username === 'maria') })
-    scope.get('/reports', { onRequest: scope.authenticate }, async (request) => request.user)
-  })
+  const service = catsService({ config: testConfig, isRevoked: (claims) => resolving(claims.username === 'maria') })
+  await host.register(service.plugin, { prefix: '/api' })
+  host.get('/reports', { onRequest: service.guard }, async (request) => service.identity(request))
   t.teardown(() => host.close())
   const tokenOf = async (username: string, password: string): Promise<string> =>
     (await host.inject({ method: 'POST', url: '/api/auth/login', payload: { username, password } })).json().access_token

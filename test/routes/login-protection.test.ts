@@ -133,7 +133,7 @@ if (TEST_REDIS_URL === undefined) {
   /** An app on the test Redis, once its client has connected (before that, logins answer 503). */
   const withRedis = async (t: Test, config: Partial<ConfigInput>): Promise<FastifyInstance> => {
     const app = await build(t, { REDIS_URL: redisUrl, ...config }, { users })
-    const redis = app.redis?.client
+    const redis = app.catsRedis?.client
     if (redis === undefined) throw new Error('REDIS_URL gave no Redis client')
     if (redis.status !== 'ready') await once(redis, 'ready')
     return app

@@ -49,7 +49,7 @@ if (TEST_REDIS_URL === undefined) {
     const prefix = freshKeyPrefix(t, TEST_REDIS_URL)
     // One hash thread: slots free one at a time, and the hashes of the logins served during the wait are half as many.
     const app = await build(t, { ...config, HASH_CONCURRENCY: 1, REDIS_URL: TEST_REDIS_URL, REDIS_KEY_PREFIX: prefix })
-    const redis = app.redis?.client
+    const redis = app.catsRedis?.client
     if (redis !== undefined && redis.status !== 'ready') await once(redis, 'ready')
     // The login protection's keys only (a login also starts a session, which is not counted here).
     const commands = await countCommands(TEST_REDIS_URL, `${prefix}login:`)
@@ -73,7 +73,7 @@ if (TEST_REDIS_URL === undefined) {
     await proxy.start()
     t.teardown(() => proxy.stop())
     const app = await build(t, { ...config, REDIS_URL: proxy.url(target), REDIS_KEY_PREFIX: freshKeyPrefix(t, TEST_REDIS_URL) })
-    const redis = app.redis?.client
+    const redis = app.catsRedis?.client
     if (redis !== undefined && redis.status !== 'ready') await once(redis, 'ready')
     proxy.silent = true
     const started = Date.now()

@@ -475,7 +475,7 @@ t.test('PGlite in process', async (t) => {
   t.test('a refresh token from before session records refreshes once more, as its session\'s generation 0', async (t) => {
     const app = await shared(REFRESH_ON)
     const legacy = randomBytes(32).toString('base64url')
-    const database = app.database
+    const database = app.catsDatabase
     if (database === undefined) throw new Error('no database')
     // The row migration 7 makes of a live refresh token issued before it.
     await database.client.query(

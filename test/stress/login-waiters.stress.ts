@@ -21,7 +21,7 @@ if (TEST_REDIS_URL === undefined) {
     const prefix = freshKeyPrefix(t, TEST_REDIS_URL)
     // The default wait for a hash (testConfig lengthens it for busy machines).
     const app = await build(t, { REDIS_URL: TEST_REDIS_URL, REDIS_KEY_PREFIX: prefix, HASH_QUEUE_WAIT_MS: 3000 })
-    const redis = app.redis?.client
+    const redis = app.catsRedis?.client
     if (redis !== undefined && redis.status !== 'ready') await once(redis, 'ready')
     const all = await countCommands(TEST_REDIS_URL, prefix)
     const login = await countCommands(TEST_REDIS_URL, `${prefix}login:`)

@@ -49,7 +49,7 @@ t.test('the tarball holds the build, README, docs, LICENSE and package.json; no 
   const files = packedFiles
   t.comment(`npm pack: ${files.length} files, ${packed.size} bytes packed`)
   t.ok(files.includes('package.json') && files.includes('README.md') && files.includes('LICENSE') && files.includes('docs/configuration.md'))
-  for (const entry of ['dist/src/app.js', 'dist/src/app.d.ts', 'dist/src/token-guard-plugin.js', 'dist/src/token-guard-plugin.d.ts', 'dist/src/server.js']) {
+  for (const entry of ['dist/src/app.js', 'dist/src/app.d.ts', 'dist/src/server.js']) {
     t.ok(files.includes(entry), `ships ${entry}`)
   }
   t.ok(files.some((file) => file.startsWith('dist/plugins/')) && files.some((file) => file.startsWith('dist/routes/')), 'ships the autoloaded plugins and routes')
@@ -107,6 +107,9 @@ t.test('the type declarations a host reads name only dependencies, none of the o
   t.strictSame([...read].filter((file) => !packedFiles.includes(file)), [], 'every one is in the tarball')
   t.strictSame([...named].filter((name) => optionalPeers.includes(name)), [], 'no optional peer')
   t.strictSame([...named].filter((name) => !(name in pkg.dependencies) && !builtin(name)), [], 'only what a host installs with the package')
+  // D38: a host's own declarations of Fastify's interfaces (its config, authenticate, request.user) stay its own.
+  const augmenting = [...read].filter((file) => packedFiles.includes(file) && /\bdeclare\s+module\b/.test(readFileSync(installed(file), 'utf8')))
+  t.strictSame(augmenting, [], 'none of them declares anything into another module (Fastify\'s interfaces, FastifyJWT)')
 })
 
 /** Starts a compiled host file of the host app; resolves with its address once it listens. */
@@ -156,20 +159,32 @@ t.test('installed with fastify alone: no optional peer, the host typechecks and 
   t.comment(`the host's node_modules: ${size.split('\t')[0]} KiB`)
 
   // The hosts are TypeScript, strict, compiled against the package's exported types (their own included:
-  // skipLibCheck is off), then run. This one serves the plugin and the token guard from memory.
+  // skipLibCheck is off), then run. This one serves the service and its guard from memory, beside the host's own declarations of Fastify's interfaces.
   writeFileSync(join(dir, 'host.ts'), `
-import Fastify from 'fastify'
-import catsApi from '${pkg.name}'
-import tokenGuard from '${pkg.name}/token-guard'
-import tokenGuardByItsEarlierName from '${pkg.name}/auth'
-if (tokenGuardByItsEarlierName !== tokenGuard) throw new Error('./auth is not the token guard')
+import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify'
+import { catsService, type Identity } from '${pkg.name}'
+
+// The host's own declarations, as fastify/demo has them: its config, its authenticate and a user of its own.
+declare module 'fastify' {
+  interface FastifyInstance {
+    config: { HOST_DATABASE: string }
+    authenticate: (request: FastifyRequest, reply: FastifyReply) => Promise<void>
+  }
+  interface FastifyRequest {
+    user: { hostUserId: number } | null
+  }
+}
 
 const config = { JWT_SECRET: process.env.JWT_SECRET ?? '', LOG_LEVEL: 'silent' }
 const host = Fastify()
-await host.register(catsApi, { prefix: '/api', config })
-await host.register(async (scope) => {
-  await scope.register(tokenGuard, { config })
-  scope.get('/reports', { onRequest: scope.authenticate }, async (request) => ({ for: request.user.username }))
+host.decorate('config', { HOST_DATABASE: 'hosts-own' })
+host.decorate('authenticate', async () => {})
+host.decorateRequest('user', null)
+const service = catsService({ config })
+await host.register(service.plugin, { prefix: '/api' })
+host.get('/reports', { onRequest: service.guard }, async (request) => {
+  const user: Identity = service.identity(request)
+  return { for: user.username, host: host.config.HOST_DATABASE }
 })
 const address: string = await host.listen({ host: '127.0.0.1', port: 0 })
 console.log('listening at ' + address)
@@ -220,7 +235,9 @@ for (const options of starts) {
   const base = await startHost(t, 'host.js')
   const token = await serveRequests(t, base)
   const reports = await fetch(`${base}/reports`, { headers: { authorization: `Bearer ${token}` } })
-  t.strictSame([reports.status, await reports.json()], [200, { for: 'john' }], 'the host route accepts the service token')
+  t.strictSame([reports.status, await reports.json()], [200, { for: 'john', host: 'hosts-own' }], 'the host route accepts the service token')
+  t.equal((await fetch(`${base}/api/auth/logout`, { method: 'POST', headers: { authorization: `Bearer ${token}` } })).status, 204)
+  t.equal((await fetch(`${base}/reports`, { headers: { authorization: `Bearer ${token}` } })).status, 401, 'and refuses it once logged out')
   t.equal((await fetch(`${base}/reports`)).status, 401, 'and refuses a request without one')
 })
 

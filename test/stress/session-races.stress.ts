@@ -25,7 +25,7 @@ const WITH_WINDOW = { REFRESH_TOKENS: true, REFRESH_RATE_LIMIT: 1_000_000 }
 /** One session refreshed 2,000 times, alternately on each instance, leaves as many records as it started with. */
 async function constantStorage (t: Test, a: FastifyInstance, b: FastifyInstance, count: () => Promise<number>): Promise<void> {
   const before = await count()
-  const { refreshToken } = await a.sessions.start({ id: 1, username: 'john' }, { address: '127.0.0.1', userAgent: 'storage' })
+  const { refreshToken } = await a.catsSessions.start({ id: 1, username: 'john' }, { address: '127.0.0.1', userAgent: 'storage' })
   const started = await count()
   let token = refreshToken ?? ''
   for (let i = 0; i < REFRESHES; i++) {

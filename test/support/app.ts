@@ -6,6 +6,8 @@ import fp from 'fastify-plugin'
 import type { Test } from 'tap'
 import serviceApp, { type AppOptions } from '../../src/app.js'
 import type { ConfigInput } from '../../src/config.js'
+import type { ServiceDecorators } from '../../src/service-scope.js'
+import { accessTokenSigner } from '../../src/auth/jwt-options.js'
 import { openapiResponseChecker } from './openapi-responses.js'
 
 export const TEST_SECRET = 'test-secret-that-is-at-least-32-characters-long'
@@ -15,6 +17,12 @@ export const TEST_SECRET = 'test-secret-that-is-at-least-32-characters-long'
 // No shedding on event-loop delay: a test process starved of CPU by the others would get 503s its test did not ask
 // for. The tests of load shedding set their own limits.
 export const testConfig: ConfigInput = { JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'silent', HASH_QUEUE_WAIT_MS: 120_000, MAX_EVENT_LOOP_DELAY_MS: 0 }
+
+// The tests reach the service's decorators through `unencapsulatedApp`; their types are declared for the tests only
+// (the package itself adds nothing to Fastify's interfaces).
+declare module 'fastify' {
+  interface FastifyInstance extends ServiceDecorators {}
+}
 
 // fp() marks the function it is given, so it gets a wrapper: the service's own export stays
 // encapsulated (and honours a prefix) for tests that register it as a host would.
@@ -31,7 +39,7 @@ function checkerFor (document: unknown): ReturnType<typeof openapiResponseChecke
 
 /**
  * A fresh, ready app that the caller closes, built on `unencapsulatedApp` (so that
- * decorators such as app.catsStore and app.jwt are reachable). The long plugin
+ * decorators such as app.catsStore and app.catsSessions are reachable). The long plugin
  * timeout is for PGlite, whose start can exceed Fastify's 10 s on a busy machine.
  * Every `app.inject` response is checked against the app's own OpenAPI
  * document: one that does not match it rejects, so the test fails.
@@ -76,7 +84,7 @@ export async function build (t: Test, config: Partial<ConfigInput> = {}, options
 
 /** A token as the service signs it for a demo user, in a session of its own. */
 export function tokenFor (app: FastifyInstance, sub: number | string = 1, username = 'john'): string {
-  return app.jwt.sign({ sub, username, jti: randomUUID(), sid: randomUUID() })
+  return accessTokenSigner(app.catsConfig, app.catsTokenKeys)({ sub, username, jti: randomUUID(), sid: randomUUID() })
 }
 
 export const bearer = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` })

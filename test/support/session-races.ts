@@ -18,7 +18,7 @@ const refresh = async (app: FastifyInstance, token: string): Promise<Tokens | un
 }
 
 async function newSession (app: FastifyInstance): Promise<Tokens> {
-  const { accessToken, refreshToken } = await app.sessions.start({ id: 1, username: 'john' }, { address: '127.0.0.1', userAgent: 'race' })
+  const { accessToken, refreshToken } = await app.catsSessions.start({ id: 1, username: 'john' }, { address: '127.0.0.1', userAgent: 'race' })
   if (refreshToken === undefined) throw new Error('refresh tokens are off')
   return { access_token: accessToken, refresh_token: refreshToken }
 }
