@@ -39,8 +39,12 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, opts) => {
   useValidation(fastify, componentSchemas)
   fastify.setErrorHandler(errorHandler)
   fastify.setNotFoundHandler(notFoundHandler)
-  // Without a text parser, a text/plain body is a 415 instead of reaching validation.
-  fastify.removeContentTypeParser('text/plain')
+  // The service takes JSON only (PATCH takes merge patches, in a scope of its own): the parsers it inherits from the
+  // host (text, multipart, forms, a catch-all) go, so any other media type is a 415 whatever the host registered.
+  // JSON is parsed as the host's server options say (__proto__ and constructor.prototype keys).
+  const { onProtoPoisoning = 'error', onConstructorPoisoning = 'error' } = fastify.initialConfig
+  fastify.removeAllContentTypeParsers()
+  fastify.addContentTypeParser('application/json', { parseAs: 'string' }, fastify.getDefaultJsonParser(onProtoPoisoning, onConstructorPoisoning))
 
   const config = loadConfig(opts.config)
   decorateService(fastify, 'catsConfig', config)

@@ -33,6 +33,8 @@ export const InvalidRequest = define<[message: string]>('FST_ERR_VALIDATION', '%
 export const RouteNotFound = define<[method: string, url: string]>('HTTP_ERR_ROUTE_NOT_FOUND', 'Route %s %s not found', 404)
 export const ClientTimeout = define('HTTP_ERR_CLIENT_TIMEOUT', 'The request took too long to arrive', 408)
 export const HeadersTooLarge = define('HTTP_ERR_HEADERS_TOO_LARGE', 'The request headers are too large', 431)
+// A 429 raised without a code of its own: a host's rate limit (e.g. @fastify/rate-limit) on the service's routes.
+export const TooManyRequests = define('HTTP_ERR_TOO_MANY_REQUESTS', 'Too many requests; retry later', 429)
 export const MalformedRequest = define('HTTP_ERR_MALFORMED_REQUEST', 'The request is not valid HTTP', 400)
 export const Overloaded = define('HTTP_ERR_OVERLOADED', 'The server is overloaded; retry shortly', 503, 10)
 export const InternalError = define('HTTP_ERR_INTERNAL', 'An internal error occurred', 500)

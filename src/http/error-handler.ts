@@ -1,12 +1,14 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { errorBody } from './error-body.js'
 import { sendError } from './problem-details.js'
-import { InternalError, isServiceError, retryAfterFor, RouteNotFound } from '../errors.js'
+import { InternalError, isServiceError, Overloaded, retryAfterFor, RouteNotFound, TooManyRequests } from '../errors.js'
 import { toIssues, type FieldError } from './validation-issues.js'
 
 // A 4xx raised without a code of its own (not by Fastify, which names all of its errors).
 const GENERIC_CLIENT_ERROR_CODE = 'HTTP_ERR_BAD_REQUEST'
 const INTERNAL = new InternalError()
+// Code-less 4xx statuses with a code of their own: a host's global rate limit throws a bare 429 on the service's routes.
+const CODE_BY_STATUS = new Map([[429, new TooManyRequests().code]])
 
 /** What the handler reads of an error: Fastify's, ours, or anything thrown. */
 export interface ThrownError extends Error {
@@ -26,12 +28,16 @@ const inErrorRange = (status: number | undefined): status is number => status !=
  * their message; any other failure is logged in full and answered with a
  * generic 500-range message, so no internals reach the client.
  */
-export function errorHandler (error: ThrownError, request: FastifyRequest, reply: FastifyReply): void {
+export function errorHandler (thrown: ThrownError, request: FastifyRequest, reply: FastifyReply): void {
+  // A 503 not of the service's own (a host's load shedding at its root, say) is answered as the service's overload,
+  // which its routes document; the host's Retry-After, if it gave one, is kept.
+  const foreignUnavailable = thrown.statusCode === 503 && !(thrown.code !== undefined && isServiceError(thrown.code, 503))
+  const error: ThrownError = foreignUnavailable ? Object.assign(new Overloaded({ cause: thrown }), { retryAfter: thrown.retryAfter }) : thrown
   const statusCode = inErrorRange(error.statusCode) ? error.statusCode : 500
   const exposed = statusCode < 500 || (error.code !== undefined && isServiceError(error.code, statusCode))
   // A 503 the service chose (a dependency is down) is no fault of the request: the outage is logged once, where it is tracked.
   if (statusCode >= 500 && !(statusCode === 503 && exposed)) request.log.error({ err: error }, 'request failed')
-  const code = !exposed ? INTERNAL.code : error.code ?? GENERIC_CLIENT_ERROR_CODE
+  const code = !exposed ? INTERNAL.code : error.code ?? CODE_BY_STATUS.get(statusCode) ?? GENERIC_CLIENT_ERROR_CODE
   const retryAfter = error.retryAfter ?? retryAfterFor(code)
   if (retryAfter !== undefined) reply.header('retry-after', String(retryAfter))
   const message = exposed ? error.message : INTERNAL.message

@@ -146,6 +146,12 @@ t.test('a 4xx without a code of its own gets the generic request code', async (t
   t.strictSame(reply.payload, { statusCode: 400, error: 'Bad Request', message: 'odd request', code: 'HTTP_ERR_BAD_REQUEST' })
 })
 
+t.test('a 429 without a code of its own (a host\'s rate limit) gets the service\'s 429 code and keeps its message', async (t) => {
+  const { reply } = handle(Object.assign(new Error('Rate limit exceeded, retry in 1 minute'), { statusCode: 429 }))
+  t.equal(reply.status, 429)
+  t.strictSame(reply.payload, { statusCode: 429, error: 'Too Many Requests', message: 'Rate limit exceeded, retry in 1 minute', code: 'HTTP_ERR_TOO_MANY_REQUESTS' })
+})
+
 t.test('errors that ask the client to come back later carry Retry-After', async (t) => {
   t.strictSame(handle(new LoginLimiterUnavailable()).reply.sentHeaders, { 'retry-after': '5', vary: 'Accept' })
   const locked = Object.assign(new TooManyLoginAttempts(42), { retryAfter: 42 })
