@@ -13,6 +13,9 @@ import { loadConfig } from './config.js'
 import { tokenKeys } from './auth/token-keys.js'
 
 export type { AppOptions, MetricsRegistry }
+// What a host passes to its own @fastify/swagger for the service's operations (see docs/embedding.md).
+export { openapiRefResolver, openapiSecuritySchemes } from './http/host-openapi.js'
+export type { BuildLocalReference, ReferencedSchema } from './http/host-openapi.js'
 
 const root = join(import.meta.dirname, '..')
 
@@ -38,7 +41,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, opts) => {
   fastify.decorate('config', loadConfig(opts.config))
   fastify.decorate('tokenKeys', tokenKeys(fastify.config))
   // Not `opts` itself: it carries the host's `prefix`, which autoload would apply twice.
-  const options: AppOptions = { config: opts.config, users: opts.users, validateToken: opts.validateToken, isRevoked: opts.isRevoked, metrics: opts.metrics }
+  const options: AppOptions = { config: opts.config, users: opts.users, validateToken: opts.validateToken, isRevoked: opts.isRevoked, metrics: opts.metrics, hideFromHostDocument: opts.hideFromHostDocument }
   // Third-party plugins first (the service's own depend on them), as fastify/demo lays them out.
   await fastify.register(AutoLoad, { dir: join(root, 'plugins', 'external'), options })
   await fastify.register(AutoLoad, { dir: join(root, 'plugins', 'app'), options })
