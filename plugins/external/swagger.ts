@@ -30,8 +30,7 @@ export default fp<AppOptions>(async (fastify, opts) => {
     const operation = ifMatchRequired && write ? documentRequiredHeader(documented, 'if-match') : documented
     // @fastify/swagger puts the `info` object of its options in the document it builds: this one is only in the service's.
     if ('openapiObject' in document && document.openapiObject.info === info) return { schema: operation, url }
-    // `hide` is how every swagger leaves a route out, whatever its hiddenTag or hideUntagged.
-    return { schema: hideFromHostDocument ? { ...operation, hide: true } : forHostDocument(operation, document), url }
+    return { schema: forHostDocument(operation, document, hideFromHostDocument), url }
   }
   fastify.addHook('onRoute', (route) => {
     route.config = { ...route.config, swaggerTransform }

@@ -59,26 +59,59 @@ export function openapiRefResolver<Json extends ReferencedSchema = ReferencedSch
 export interface OperationSchema {
   hide?: boolean
   security?: ReadonlyArray<Record<string, readonly string[]>>
+  response?: unknown
 }
+
+type Components = Record<string, object>
 
 /** What a route's transform receives of the document being built: OpenAPI 3, or Swagger 2. */
 export type DocumentObject =
-  | { openapiObject: { components?: { securitySchemes?: Record<string, unknown> } } }
-  | { swaggerObject: { securityDefinitions?: Record<string, unknown> } }
+  | { openapiObject: { components?: { schemas?: Components, securitySchemes?: Record<string, unknown> } } }
+  | { swaggerObject: { definitions?: Components, securityDefinitions?: Record<string, unknown> } }
 
 /**
- * A service operation as a host's document shows it: its security names the service's scheme under the
- * name of `openapiSecuritySchemes`, and that scheme is added to the document when the host did not pass it.
- * @fastify/swagger reads a route's security schemes from the document's own and fails (500 on the host's
- * document) on a name it lacks, so the scheme must be there before the operation is added: the transform
- * of the route runs just before.
+ * What the 4XX of an operation that documents no client error says in a host's document (the host's linter asks
+ * for one): the hooks of a host's root scope run on the service's routes too.
  */
-export function forHostDocument<S extends OperationSchema> (schema: S, document: DocumentObject): S {
-  if (schema.security === undefined) return schema
-  const security = schema.security.map((requirement) => Object.fromEntries(Object.entries(requirement)
+const HOST_CLIENT_ERROR = {
+  type: 'null',
+  description: 'Never sent by the service for this operation; the host app\'s own hooks (a rate limit, its authentication) may answer one'
+}
+
+/**
+ * A service operation as a host's document shows it, or hides it when `hide`. Its security names the service's
+ * scheme as `openapiSecuritySchemes` does, and that scheme is added to the document when the host did not pass
+ * it: @fastify/swagger looks each scheme of an operation up in the document's own and fails (500 on the host's
+ * document) on a name it lacks. A route's transform runs just before its operation is added, so the scheme is
+ * there in time.
+ */
+export function forHostDocument<S extends OperationSchema> (schema: S, document: DocumentObject, hide: boolean): S {
+  if (hide) {
+    removeServiceComponents(document)
+    // `hide` leaves a route out of every swagger's document, whatever its hiddenTag or hideUntagged.
+    return { ...schema, hide: true }
+  }
+  const security = schema.security?.map((requirement) => Object.fromEntries(Object.entries(requirement)
     .map(([name, scopes]) => [name === BEARER_SCHEME_NAME ? HOST_BEARER_SCHEME_NAME : name, scopes])))
-  if (security.some((requirement) => HOST_BEARER_SCHEME_NAME in requirement)) addBearerScheme(document)
-  return { ...schema, security }
+  if (security?.some((requirement) => HOST_BEARER_SCHEME_NAME in requirement) === true) addBearerScheme(document)
+  return { ...schema, security, response: withClientError(schema.response) }
+}
+
+/** Responses by status, with a 4XX when they have no client error. */
+function withClientError (response: unknown): unknown {
+  if (typeof response !== 'object' || response === null || Object.keys(response).some((status) => status.startsWith('4'))) return response
+  return { ...response, '4XX': HOST_CLIENT_ERROR }
+}
+
+/**
+ * With the routes hidden, nothing in the host's document references the service's schemas, which
+ * @fastify/swagger emits anyway: named by `openapiRefResolver`, or titled by their `$id` by its default naming.
+ */
+function removeServiceComponents (document: DocumentObject): void {
+  const components = 'openapiObject' in document ? document.openapiObject.components?.schemas : document.swaggerObject.definitions
+  for (const [name, component] of Object.entries(components ?? {})) {
+    if (isServiceSchemaId(name) || ('title' in component && isServiceSchemaId(component.title))) delete components?.[name]
+  }
 }
 
 /** The host's own objects are replaced, never changed: they may be the options the host gave its swagger. */
