@@ -25,6 +25,11 @@ export interface AppOptions {
    * no metric is collected.
    */
   metrics?: { registry: MetricsRegistry }
+  /**
+   * Leaves the service's routes out of the OpenAPI document of a host's own @fastify/swagger; the service's
+   * own document (`/docs/json` under its prefix) keeps them. Default false: the host's document shows them.
+   */
+  hideFromHostDocument?: boolean
 }
 
 /**

@@ -20,6 +20,9 @@ export type { IdentityType as Identity }
 export type { UserDirectory } from './auth/users.js'
 export type { UserRecord } from './auth/users-file.js'
 export type { ConfigInput } from './config.js'
+// What a host passes to its own @fastify/swagger for the service's operations (see docs/embedding.md).
+export { openapiRefResolver, openapiSecuritySchemes } from './http/host-openapi.js'
+export type { BuildLocalReference, ReferencedSchema } from './http/host-openapi.js'
 
 const root = join(import.meta.dirname, '..')
 
@@ -50,7 +53,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, opts) => {
   decorateService(fastify, 'catsConfig', config)
   decorateService(fastify, 'catsTokenKeys', tokenKeys(config))
   // Not `opts` itself: it carries the host's `prefix`, which autoload would apply twice.
-  const options: AppOptions = { config: opts.config, users: opts.users, validateToken: opts.validateToken, isRevoked: opts.isRevoked, metrics: opts.metrics }
+  const options: AppOptions = { config: opts.config, users: opts.users, validateToken: opts.validateToken, isRevoked: opts.isRevoked, metrics: opts.metrics, hideFromHostDocument: opts.hideFromHostDocument }
   // Third-party plugins first (the service's own depend on them), as fastify/demo lays them out.
   await fastify.register(AutoLoad, { dir: join(root, 'plugins', 'external'), options })
   await fastify.register(AutoLoad, { dir: join(root, 'plugins', 'app'), options })

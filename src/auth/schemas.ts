@@ -1,10 +1,11 @@
 import { Type, type Static } from '@sinclair/typebox'
+import { schemaId } from '../http/schemas.js'
 
 export const LoginBody = Type.Object({
   username: Type.String({ minLength: 1, maxLength: 128 }),
   password: Type.String({ minLength: 1, maxLength: 1024 })
 }, {
-  $id: 'LoginRequest',
+  $id: schemaId('LoginRequest'),
   // Extra fields are removed by the validator; the OpenAPI document leaves this keyword out.
   additionalProperties: false,
   description: 'Credentials; other fields are accepted and ignored',
@@ -19,7 +20,7 @@ export const LoginReply = Type.Object({
   refresh_token: Type.Optional(Type.String({
     description: 'Only with refresh tokens on: an opaque token for `POST /auth/refresh`, good for one use'
   }))
-}, { $id: 'LoginResponse', description: 'An access token for the Authorization header (`Bearer <token>`)' })
+}, { $id: schemaId('LoginResponse'), description: 'An access token for the Authorization header (`Bearer <token>`)' })
 export type LoginReply = Static<typeof LoginReply>
 
 /** A refresh token, as login and refresh hand it out (checked for its exact form by the session service: a wrong one is a 401, not a 400). */
@@ -97,5 +98,5 @@ export type VerifiedClaims = Static<typeof VerifiedClaims>
 export const Identity = Type.Object({
   userId: UserId,
   username: Type.String()
-}, { $id: 'Identity', description: 'The user the access token was issued to' })
+}, { $id: schemaId('Identity'), description: 'The user the access token was issued to' })
 export type Identity = Static<typeof Identity>

@@ -1,5 +1,5 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox'
-import { IntegerText, ref } from '../http/schemas.js'
+import { IntegerText, ref, schemaId } from '../http/schemas.js'
 
 const catFields = {
   name: Type.String({ examples: ['Tom'] }),
@@ -13,7 +13,7 @@ const catFields = {
  * OpenAPI document leaves that keyword out, since such fields are accepted.
  */
 export const CreateCatBody = Type.Object(catFields, {
-  $id: 'NewCat',
+  $id: schemaId('NewCat'),
   additionalProperties: false,
   description: 'A cat to create; other fields are accepted and ignored',
   examples: [{ name: 'Tom', age: 3, breed: 'Siamese' }]
@@ -22,7 +22,7 @@ export type CreateCatBody = Static<typeof CreateCatBody>
 
 /** A cat as created: exactly id plus the three declared fields. */
 export const CatReply = Type.Object({ id: Type.Integer({ description: 'Assigned by the service' }), ...catFields }, {
-  $id: 'Cat',
+  $id: schemaId('Cat'),
   additionalProperties: false,
   description: 'A cat as created: its id and the three fields it was created with'
 })
@@ -46,7 +46,7 @@ export const StoredCat = Type.Object({
   age: mergedField('An integer', 3),
   breed: mergedField('A string', 'Siamese')
 }, {
-  $id: 'StoredCat',
+  $id: schemaId('StoredCat'),
   additionalProperties: true,
   description: 'A stored cat: id, name, age and breed, and any fields merged by PUT, as sent'
 })
@@ -107,7 +107,7 @@ export const ListCatsQuery = Type.Object({
 export type ListCatsQuery = Static<typeof ListCatsQuery>
 
 export const DeleteReply = Type.Object({ deleted: Type.Literal(true) }, {
-  $id: 'DeleteResult',
+  $id: schemaId('DeleteResult'),
   description: 'Sent whether or not a cat had this id'
 })
 export type DeleteReply = Static<typeof DeleteReply>

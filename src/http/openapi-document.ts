@@ -1,6 +1,7 @@
 import type { FastifySchema } from 'fastify'
 import type { SwaggerTransformObject } from '@fastify/swagger'
-import { INTEGER_TEXT_PATTERN, integerTextDocument } from './schemas.js'
+import { INTEGER_TEXT_PATTERN, SCHEMA_NAMESPACE, integerTextDocument } from './schemas.js'
+import { isServiceSchemaId, type BuildLocalReference } from './host-openapi.js'
 
 /**
  * Where the OpenAPI document says what a client sees rather than how the
@@ -59,6 +60,25 @@ export const documentRequestBodies: SwaggerTransformObject = (documentObject) =>
       const component = schema.$ref?.startsWith(COMPONENT) === true ? components.schemas[schema.$ref.slice(COMPONENT.length)] : undefined
       if (component?.additionalProperties === false) delete component.additionalProperties
     }
+  }
+  return openapiObject
+}
+
+/** The start of the names `ownComponentName` gives the schemas of a host, which `withoutHostSchemas` drops. */
+const HOST_SCHEMA = 'host-schema-'
+
+/**
+ * Component names in the service's own document: its shared schemas' `$id` without the namespace (`StoredCat`).
+ * Its scope inherits a host's `$id` schemas too, which no route of the service references: they get names apart.
+ */
+export const ownComponentName: BuildLocalReference = (json, _baseUri, _fragment, i) =>
+  isServiceSchemaId(json.$id) ? json.$id.slice(SCHEMA_NAMESPACE.length) : `${HOST_SCHEMA}${i}`
+
+/** The service's own document describes the service: a host's schemas are left out of its components. */
+export const withoutHostSchemas: SwaggerTransformObject = (documentObject) => {
+  const { openapiObject } = documentObject as { openapiObject: Document }
+  for (const name of Object.keys(openapiObject.components.schemas)) {
+    if (name.startsWith(HOST_SCHEMA)) delete openapiObject.components.schemas[name]
   }
   return openapiObject
 }

@@ -5,10 +5,21 @@ import { MAX_FIELD_CHARS, MAX_ISSUE_MESSAGE_CHARS, MAX_ISSUES } from './validati
 import { MAX_INSTANCE_CHARS, PROBLEM_TYPE_PREFIX, problemDetails } from './problem-details.js'
 
 /**
+ * The start of every `$id` of the service's shared schemas. A host's own schemas share one store with them in
+ * Fastify (a child scope cannot add an `$id` its parent has) and in a host's @fastify/swagger (which merges
+ * every scope's schemas by `$id`), so the service's cannot be plain names such as `Error`. No `/` or `:`: a
+ * `$ref` inside one of them resolves against its `$id` as a relative URI, to another of the namespace.
+ */
+export const SCHEMA_NAMESPACE = 'cats-auth-service.'
+
+/** The `$id` of the shared schema the OpenAPI document of the service names `name`. */
+export const schemaId = (name: string): string => SCHEMA_NAMESPACE + name
+
+/**
  * A reference to a shared schema (one with an `$id`, registered once with
  * `fastify.addSchema`) that keeps the referenced schema's static type, so
  * handlers are typed through the reference. The OpenAPI document names a
- * component after the `$id`.
+ * component after the `$id` (without the namespace in the service's own).
  */
 export const ref = <T extends TSchema>(schema: T, options: Record<string, unknown> = {}): TUnsafe<Static<T>> =>
   Type.Unsafe<Static<T>>(Type.Ref(String(schema.$id), options))
@@ -19,7 +30,7 @@ export const ValidationIssue = Type.Object({
     description: `Where the value is, e.g. body.age or params.id; a longer name keeps its start and end around "…" (${MAX_FIELD_CHARS} characters in all)`
   }),
   message: Type.String({ maxLength: MAX_ISSUE_MESSAGE_CHARS, description: 'Why it was rejected' })
-}, { $id: 'ValidationIssue', description: 'One field that failed validation' })
+}, { $id: schemaId('ValidationIssue'), description: 'One field that failed validation' })
 export type ValidationIssue = Static<typeof ValidationIssue>
 
 /** What both shapes of an error carry: the stable code, and the failing fields of a validation error. */
@@ -37,7 +48,7 @@ export const ErrorReply = Type.Object({
   error: Type.String({ description: 'HTTP reason phrase' }),
   message: Type.String({ maxLength: MAX_MESSAGE_CHARS, description: 'What went wrong, for people; branch on `code`' }),
   ...errorCodeAndIssues
-}, { $id: 'Error', description: 'The error body of every failed request' })
+}, { $id: schemaId('Error'), description: 'The error body of every failed request' })
 export type ErrorReply = Static<typeof ErrorReply>
 
 /**
@@ -57,7 +68,7 @@ export const ProblemDetails = Type.Object({
     description: `The path of the request as sent, without its query; a longer one keeps its start and end around "…" (${MAX_INSTANCE_CHARS} characters in all)`
   }),
   ...errorCodeAndIssues
-}, { $id: 'ProblemDetails', description: 'The error body as RFC 9457 Problem Details, for a client whose Accept prefers application/problem+json' })
+}, { $id: schemaId('ProblemDetails'), description: 'The error body as RFC 9457 Problem Details, for a client whose Accept prefers application/problem+json' })
 export type ProblemDetails = Static<typeof ProblemDetails>
 
 /** What an error response of one status documents: why it happens, and an example body with its code. */
