@@ -44,7 +44,8 @@ const sessionRecords = { version: 7, name: 'session-records' }
 const idempotencyKeyLimits = { version: 8, name: 'idempotency-key-limits' }
 const sessionRotations = { version: 9, name: 'session-rotations' }
 const catsVersions = { version: 10, name: 'cats-versions' }
-const all = [cats, idempotencyKeys, sessions, catsMerge, catsMergeMany, catsCreateMany, sessionRecords, idempotencyKeyLimits, sessionRotations, catsVersions]
+const functionPaths = { version: 11, name: 'function-paths' }
+const all = [cats, idempotencyKeys, sessions, catsMerge, catsMergeMany, catsCreateMany, sessionRecords, idempotencyKeyLimits, sessionRotations, catsVersions, functionPaths]
 const pending = all.map((migration) => ({ ...migration, appliedAt: undefined, known: true }))
 
 async function tableExists (client: SqlClient, table: string): Promise<boolean> {
