@@ -52,7 +52,7 @@ const ConfigProperties = {
   })),
   DATABASE_SCHEMA: Type.Optional(Type.String({
     pattern: '^(?!pg_)[a-z_][a-z0-9_$]{0,62}$',
-    description: 'PostgreSQL schema of every table, sequence and function of the service, created when missing (lowercase letters, digits, `_` and `$`, at most 63); unset: the connection\'s current schema, where earlier releases put them. Give the service a schema of its own when the database holds other applications\' tables'
+    description: 'PostgreSQL schema of every table, sequence and function of the service, created when missing (lowercase letters, digits, `_` and `$`, at most 63, not starting with `pg_`); unset: the connection\'s current schema, where earlier releases put them. Give the service a schema of its own when the database holds other applications\' tables'
   })),
   DATABASE_POOL_SIZE: Type.Integer({
     minimum: 1,
