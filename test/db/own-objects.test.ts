@@ -134,6 +134,26 @@ function suite (serverUrl: string): void {
           `set DATABASE_SCHEMA to a schema of its own ("${host}"."schema_migrations" is not this package's record: it has no name, md5, run_at column))`
       })
       t.strictSame(await snapshot(host), before, 'no column added, no row changed, no table created')
+      const client = await postgresClient(urlWithSchema(serverUrl, host))
+      t.teardown(() => client.close())
+      t.notOk((await migrationStatus(client)).some((migration) => migration.appliedAt !== undefined), 'status: the host\'s versions are not the package\'s')
+    })
+
+    t.test('another postgrator application\'s schema_migrations is not the package\'s record either', async (t) => {
+      const host = await freshServerSchema(t, admin, 'cats_host')
+      await admin.query(`CREATE TABLE ${host}.schema_migrations (version bigint PRIMARY KEY, name text, md5 text, run_at timestamptz)`)
+      await admin.query(`CREATE TABLE ${host}.sessions (id text PRIMARY KEY)`)
+      const client = await postgresClient(urlWithSchema(serverUrl, host))
+      t.teardown(() => client.close())
+      const refusal = (reason: string): { message: string } => ({
+        message: `table "${host}"."sessions" exists and is not this package's: set DATABASE_SCHEMA to a schema of its own ` +
+          `("${host}"."schema_migrations" is not this package's record: ${reason})`
+      })
+      await admin.query(`INSERT INTO ${host}.schema_migrations VALUES (1, 'create-users', 'x', now())`)
+      await t.rejects(migrate(client), refusal('version 1 (create-users) is not a migration of this package'), 'a version of the package with another name')
+      await admin.query(`UPDATE ${host}.schema_migrations SET version = 20240101`)
+      await t.rejects(migrate(client), refusal('version 20240101 (create-users) is not a migration of this package'), 'a version the package does not have')
+      t.equal((await admin.query(`SELECT * FROM ${host}.schema_migrations`)).rowCount, 1, 'left as it was')
     })
 
     t.test('the same host with DATABASE_SCHEMA: the service starts in its own schema, its flows work, the host\'s tables are untouched', async (t) => {
@@ -174,6 +194,9 @@ function suite (serverUrl: string): void {
 
       const client = await postgresClient(urlWithSchema(serverUrl, schema))
       t.teardown(() => client.close())
+      const status = await migrationStatus(client)
+      t.strictSame(status.map(({ version, appliedAt }) => [version, appliedAt !== undefined]), [...Array.from({ length: 10 }, (_, i) => [i + 1, true]), [11, false]],
+        'status before the first start: the previous record as it would be copied')
       t.strictSame(await migrate(client), [{ version: 11, name: 'function-paths' }], 'only the migration the previous release did not have')
       const { rows: copied } = await admin.query(`SELECT version::integer AS version, name, md5, run_at FROM ${schema}.${MIGRATIONS_TABLE} WHERE version <= 10 ORDER BY version`)
       t.strictSame(copied, recorded, 'every row copied as it was, run_at included')
