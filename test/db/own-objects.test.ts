@@ -225,8 +225,8 @@ function suite (serverUrl: string): void {
     })
 
     t.test('readiness is 503 while the store fails every request, 200 again once it can serve', async (t) => {
-      const own = ownSchemaName(t)
-      const app = await build(t, { DATABASE_URL: serverUrl, DATABASE_SCHEMA: own })
+      const own = await freshServerSchema(t, admin, 'cats_ready')
+      const app = await build(t, { DATABASE_URL: urlWithSchema(serverUrl, own) })
       t.equal((await app.inject({ method: 'GET', url: '/health/ready' })).statusCode, 200)
       // The database answers SELECT 1, but every session request fails.
       await admin.query(`ALTER TABLE ${own}.sessions RENAME TO sessions_away`)
