@@ -50,6 +50,10 @@ const ConfigProperties = {
     pattern: '^(postgres|postgresql|pglite)://.+',
     description: 'Unset: cats in memory; `postgres://…` a PostgreSQL server; `pglite://<directory>` or `pglite://memory` embedded PostgreSQL'
   })),
+  DATABASE_SCHEMA: Type.Optional(Type.String({
+    pattern: '^(?!pg_)[a-z_][a-z0-9_$]{0,62}$',
+    description: 'PostgreSQL schema of every table, sequence and function of the service, created when missing (lowercase letters, digits, `_` and `$`, at most 63, not starting with `pg_`); unset: the connection\'s current schema, where earlier releases put them. Give the service a schema of its own when the database holds other applications\' tables'
+  })),
   DATABASE_POOL_SIZE: Type.Integer({
     minimum: 1,
     maximum: 1000,
@@ -208,9 +212,9 @@ function inWords (error: unknown): unknown {
   return Object.assign(new Error(words.join(', ')), { errors: kept })
 }
 
-const DatabaseSchema = Type.Object({ DATABASE_URL: ConfigProperties.DATABASE_URL })
+const DatabaseSchema = Type.Object({ DATABASE_URL: ConfigProperties.DATABASE_URL, DATABASE_SCHEMA: ConfigProperties.DATABASE_SCHEMA })
 
-/** Only the database setting, for tools that need nothing else (npm run migrate). */
+/** Only the database settings, for tools that need nothing else (npm run migrate). */
 export function loadDatabaseConfig (source: Record<string, unknown>, { envFile }: ConfigSources = {}): Static<typeof DatabaseSchema> {
   return envSchema<Static<typeof DatabaseSchema>>({ schema: DatabaseSchema, data: { ...source }, env: false, dotenv: dotenvOption(envFile) })
 }

@@ -235,10 +235,22 @@ t.test('parseTrustProxy: addresses and CIDRs are passed on as the string', async
   t.equal(parseTrustProxy('1.5'), '1.5', 'not a hop count')
 })
 
-t.test('loadDatabaseConfig reads only DATABASE_URL and checks its scheme', async (t) => {
+t.test('loadDatabaseConfig reads only DATABASE_URL and DATABASE_SCHEMA and checks them', async (t) => {
   t.strictSame(loadDatabaseConfig({ DATABASE_URL: 'pglite://memory', JWT_SECRET: 'short' }), { DATABASE_URL: 'pglite://memory' })
+  t.strictSame(loadDatabaseConfig({ DATABASE_URL: 'pglite://memory', DATABASE_SCHEMA: 'cats' }), { DATABASE_URL: 'pglite://memory', DATABASE_SCHEMA: 'cats' })
   t.strictSame(loadDatabaseConfig({}), {})
   t.throws(() => loadDatabaseConfig({ DATABASE_URL: 'mysql://x' }), /DATABASE_URL must match pattern/)
+  t.throws(() => loadDatabaseConfig({ DATABASE_SCHEMA: 'Cats' }), /DATABASE_SCHEMA must match pattern/)
+})
+
+t.test('DATABASE_SCHEMA: a lowercase PostgreSQL name of at most 63 characters, not one PostgreSQL reserves', async (t) => {
+  for (const schema of ['cats', 'cats_service', '_x', 'a$1', 'x'.repeat(63)]) {
+    t.equal(loadConfig({ JWT_SECRET: SECRET, DATABASE_SCHEMA: schema }).DATABASE_SCHEMA, schema)
+  }
+  t.equal(loadConfig({ JWT_SECRET: SECRET }).DATABASE_SCHEMA, undefined, 'unset: the connection\'s current schema')
+  for (const schema of ['', 'Cats', '1cats', 'pg_cats', 'a.b', 'a"b', 'x'.repeat(64)]) {
+    t.throws(() => loadConfig({ JWT_SECRET: SECRET, DATABASE_SCHEMA: schema }), /DATABASE_SCHEMA must match pattern/, JSON.stringify(schema))
+  }
 })
 
 t.test('envFile: a .env file fills in what the source does not set, and the source wins', async (t) => {

@@ -93,7 +93,7 @@ if (TEST_DATABASE_URL === undefined || TEST_DATABASE_URL === '' || TEST_REDIS_UR
       t.equal(loginSpan?.parentSpanId, '', 'a new trace: no traceparent was sent')
       t.ok(trace.some(({ name }) => name === 'password hash'))
       t.ok(trace.some(({ attributes }) => attributes['db.system.name'] === 'redis'))
-      t.ok(trace.some(({ name }) => name === 'transaction') && trace.some(({ attributes }) => String(attributes['db.query.text']).startsWith('INSERT INTO sessions')))
+      t.ok(trace.some(({ name }) => name === 'transaction') && trace.some(({ attributes }) => String(attributes['db.query.text']).startsWith(`INSERT INTO "${schema}".sessions`)))
     })
 
     t.test('no span holds the password, a token, the refresh token or the signing key, nor the Authorization header', async (t) => {

@@ -1,3 +1,4 @@
+import { schemaPrefix } from '../db/own-schema.js'
 import type { SqlClient, SqlExecutor } from '../db/sql-client.js'
 import type { DependencyStatus } from '../dependency-status.js'
 import type { Denylist } from './denylist.js'
@@ -6,13 +7,20 @@ import {
   decideRotation, DEFAULT_ENDED_KEEP_MS, outcomeOf, sessionStoreCall, SKEW_MARGIN_MS, userKey, type RefreshLimit, type Rotation, type SessionRecord, type SessionStore
 } from './session-store.js'
 
-/** The denylist in PostgreSQL (tables of migration 003): one indexed lookup per guarded request. */
+/**
+ * The denylist in PostgreSQL (tables of migration 003): one indexed lookup per guarded request. `schema` holds the
+ * table (the service passes Database.schema; without it, the connection's search_path finds it).
+ */
 export class SqlDenylist implements Denylist {
-  constructor (private readonly client: SqlClient, private readonly status: DependencyStatus) {}
+  readonly #table: string
+
+  constructor (private readonly client: SqlClient, private readonly status: DependencyStatus, schema?: string) {
+    this.#table = `${schemaPrefix(schema)}revoked_tokens`
+  }
 
   async isRevoked (jti: string, sid: string): Promise<boolean> {
     const rows = await sessionStoreCall(this.status, () => this.client.query(
-      'SELECT 1 FROM revoked_tokens WHERE id IN ($1, $2) AND expires_at > now() LIMIT 1', [jti, sid]
+      `SELECT 1 FROM ${this.#table} WHERE id IN ($1, $2) AND expires_at > now() LIMIT 1`, [jti, sid]
     ))
     return rows.length > 0
   }
@@ -20,9 +28,9 @@ export class SqlDenylist implements Denylist {
   async revoke (id: string, untilMs: number): Promise<void> {
     // Each revocation also sweeps the expired rows, so the table holds only live entries.
     await sessionStoreCall(this.status, () => this.client.query(
-      `WITH swept AS (DELETE FROM revoked_tokens WHERE expires_at <= now())
-       INSERT INTO revoked_tokens (id, expires_at) VALUES ($1, to_timestamp($2::double precision / 1000))
-       ON CONFLICT (id) DO UPDATE SET expires_at = GREATEST(revoked_tokens.expires_at, EXCLUDED.expires_at)`,
+      `WITH swept AS (DELETE FROM ${this.#table} WHERE expires_at <= now())
+       INSERT INTO ${this.#table} AS revoked (id, expires_at) VALUES ($1, to_timestamp($2::double precision / 1000))
+       ON CONFLICT (id) DO UPDATE SET expires_at = GREATEST(revoked.expires_at, EXCLUDED.expires_at)`,
       [id, untilMs]
     ))
   }
@@ -71,29 +79,37 @@ function recordOf (row: SessionRow): SessionRecord {
 /** Expired sessions swept by each login: a few at a time, so no login pays for a backlog. */
 const SWEEP_BATCH = 100
 
-/** Sessions in PostgreSQL or PGlite (table of migration 007): one row per session, locked by each rotation. */
+/**
+ * Sessions in PostgreSQL or PGlite (table of migration 007): one row per session, locked by each rotation. `schema`
+ * holds the table (the service passes Database.schema; without it, the connection's search_path finds it).
+ */
 export class SqlSessionStore implements SessionStore {
-  constructor (private readonly client: SqlClient, private readonly status: DependencyStatus, private readonly endedKeepMs = DEFAULT_ENDED_KEEP_MS) {}
+  readonly #table: string
+
+  constructor (private readonly client: SqlClient, private readonly status: DependencyStatus, private readonly endedKeepMs = DEFAULT_ENDED_KEEP_MS,
+    schema?: string) {
+    this.#table = `${schemaPrefix(schema)}sessions`
+  }
 
   async start (session: SessionRecord, maxPerUser: number): Promise<string[]> {
     return sessionStoreCall(this.status, () => this.client.transaction(async (tx) => {
       // One user's logins take turns, so two at once cannot both stay under the cap.
       await tx.query("SELECT pg_advisory_xact_lock(hashtext('sessions:' || $1))", [userKey(session.userId)])
       await tx.query(
-        `INSERT INTO sessions (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+        `INSERT INTO ${this.#table} (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
         [session.id, userKey(session.userId), session.username, session.generation, session.rotatedMs, session.createdMs, session.lastUsedMs,
           session.address, session.userAgent, session.expiresMs, session.windowStartMs, session.windowCount, session.ended]
       )
       // The user's other live sessions beyond the newest maxPerUser - 1 end (the new one never does). NOT ended is
       // checked again on the row itself: a logout of other sessions may have ended it since the subquery read it.
       const ended = await tx.query<{ id: string }>(
-        `UPDATE sessions SET ended = true, expires_at_ms = LEAST(expires_at_ms, $5) WHERE NOT ended AND id IN (
-           SELECT id FROM sessions WHERE user_id = $1 AND id <> $4 AND NOT ended AND expires_at_ms > $3
+        `UPDATE ${this.#table} SET ended = true, expires_at_ms = LEAST(expires_at_ms, $5) WHERE NOT ended AND id IN (
+           SELECT id FROM ${this.#table} WHERE user_id = $1 AND id <> $4 AND NOT ended AND expires_at_ms > $3
            ORDER BY created_at_ms DESC, id OFFSET $2
          ) RETURNING id`,
         [userKey(session.userId), maxPerUser - 1, session.createdMs, session.id, session.createdMs + this.endedKeepMs]
       )
-      await sweep(tx, session.createdMs)
+      await sweep(tx, this.#table, session.createdMs)
       return ended.map((row) => row.id)
     }))
   }
@@ -101,12 +117,12 @@ export class SqlSessionStore implements SessionStore {
   async rotate (id: string, presented: number, nowMs: number, nextExpiresMs: number, limit: RefreshLimit): Promise<Rotation> {
     return sessionStoreCall(this.status, () => this.client.transaction(async (tx) => {
       // The row lock makes every other rotation or end of this session wait, then see this one's outcome.
-      const [row] = await tx.query<SessionRow>(`SELECT ${COLUMNS} FROM sessions WHERE id = $1 FOR UPDATE`, [id])
+      const [row] = await tx.query<SessionRow>(`SELECT ${COLUMNS} FROM ${this.#table} WHERE id = $1 FOR UPDATE`, [id])
       const decision = decideRotation(row === undefined ? undefined : recordOf(row), presented, nowMs, nextExpiresMs, limit)
       if (decision.action === 'rotate' || decision.action === 'repeat') {
         const { next } = decision
         await tx.query(
-          `UPDATE sessions SET generation = $2, rotated_at_ms = $3, last_used_at_ms = $4, expires_at_ms = $5, window_start_ms = $6, window_count = $7
+          `UPDATE ${this.#table} SET generation = $2, rotated_at_ms = $3, last_used_at_ms = $4, expires_at_ms = $5, window_start_ms = $6, window_count = $7
            WHERE id = $1`,
           [id, next.generation, next.rotatedMs, next.lastUsedMs, next.expiresMs, next.windowStartMs, next.windowCount]
         )
@@ -122,7 +138,7 @@ export class SqlSessionStore implements SessionStore {
 
   async list (userId: UserId, nowMs: number): Promise<SessionRecord[]> {
     const rows = await sessionStoreCall(this.status, () => this.client.query<SessionRow>(
-      `SELECT ${COLUMNS} FROM sessions WHERE user_id = $1 AND NOT ended AND expires_at_ms > $2 ORDER BY created_at_ms, id`,
+      `SELECT ${COLUMNS} FROM ${this.#table} WHERE user_id = $1 AND NOT ended AND expires_at_ms > $2 ORDER BY created_at_ms, id`,
       [userKey(userId), nowMs]
     ))
     return rows.map(recordOf)
@@ -130,7 +146,7 @@ export class SqlSessionStore implements SessionStore {
 
   async endOf (userId: UserId, id: string, nowMs: number): Promise<boolean> {
     const ended = await sessionStoreCall(this.status, () => this.client.query<{ id: string }>(
-      `UPDATE sessions SET ended = true, expires_at_ms = LEAST(expires_at_ms, $4)
+      `UPDATE ${this.#table} SET ended = true, expires_at_ms = LEAST(expires_at_ms, $4)
        WHERE id = $1 AND user_id = $2 AND NOT ended AND expires_at_ms > $3 RETURNING id`,
       [id, userKey(userId), nowMs, nowMs + this.endedKeepMs]
     ))
@@ -139,7 +155,7 @@ export class SqlSessionStore implements SessionStore {
 
   async endOthers (userId: UserId, keepId: string, nowMs: number): Promise<string[]> {
     const ended = await sessionStoreCall(this.status, () => this.client.query<{ id: string }>(
-      `UPDATE sessions SET ended = true, expires_at_ms = LEAST(expires_at_ms, $4)
+      `UPDATE ${this.#table} SET ended = true, expires_at_ms = LEAST(expires_at_ms, $4)
        WHERE user_id = $1 AND id <> $2 AND NOT ended AND expires_at_ms > $3 RETURNING id`,
       [userKey(userId), keepId, nowMs, nowMs + this.endedKeepMs]
     ))
@@ -148,7 +164,7 @@ export class SqlSessionStore implements SessionStore {
 
   async #markEnded (executor: SqlExecutor, id: string, nowMs: number): Promise<void> {
     await executor.query(
-      'UPDATE sessions SET ended = true, expires_at_ms = LEAST(expires_at_ms, $2) WHERE id = $1 AND NOT ended',
+      `UPDATE ${this.#table} SET ended = true, expires_at_ms = LEAST(expires_at_ms, $2) WHERE id = $1 AND NOT ended`,
       [id, nowMs + this.endedKeepMs]
     )
   }
@@ -156,7 +172,7 @@ export class SqlSessionStore implements SessionStore {
   /** The session whose pre-upgrade refresh token has this SHA-256 hash: that token is its generation 0. */
   async legacySession (tokenHash: Buffer): Promise<string | undefined> {
     const [row] = await sessionStoreCall(this.status, () => this.client.query<{ id: string }>(
-      'SELECT id FROM sessions WHERE legacy_token_hash = $1', [tokenHash]
+      `SELECT id FROM ${this.#table} WHERE legacy_token_hash = $1`, [tokenHash]
     ))
     return row?.id
   }
@@ -165,9 +181,9 @@ export class SqlSessionStore implements SessionStore {
   async close (): Promise<void> {}
 }
 
-async function sweep (tx: SqlExecutor, nowMs: number): Promise<void> {
+async function sweep (tx: SqlExecutor, table: string, nowMs: number): Promise<void> {
   await tx.query(
-    'DELETE FROM sessions WHERE id IN (SELECT id FROM sessions WHERE expires_at_ms <= $1 LIMIT $2)',
+    `DELETE FROM ${table} WHERE id IN (SELECT id FROM ${table} WHERE expires_at_ms <= $1 LIMIT $2)`,
     [nowMs - SKEW_MARGIN_MS, SWEEP_BATCH]
   )
 }

@@ -21,5 +21,5 @@ export function storeLimits (config: Config): StoreLimits {
 export async function openCatsStore (config: Config, database: Database | undefined): Promise<CatsStore> {
   if (database === undefined) return new MemoryCatsStore(storeLimits(config))
   const { SqlCatsStore } = await import('./sql-cats-store.js')
-  return new SqlCatsStore(database.client, storeLimits(config), { availability: database.status })
+  return new SqlCatsStore(database.client, storeLimits(config), { availability: database.status, schema: database.schema })
 }

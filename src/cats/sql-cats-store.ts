@@ -10,6 +10,7 @@ import { batchedStatements } from '../db/batched-statements.js'
 import { CatTooLarge, CollectionFull, IdempotencyKeyInUse, IdempotencyKeyReused, PreconditionFailed, StoreUnavailable } from '../errors.js'
 import type { NamedStatement, SqlClient, SqlExecutor, SqlTransaction } from '../db/sql-client.js'
 import { reported, type Availability } from '../dependency-status.js'
+import { schemaPrefix } from '../db/own-schema.js'
 
 interface DataRow extends Record<string, unknown> {
   data: StoredCat
@@ -29,12 +30,6 @@ interface KeyRow extends Record<string, unknown> {
 /** Held until the transaction ends: a second request with the key while the first runs finds it taken. */
 const LOCK_KEY = 'SELECT pg_try_advisory_xact_lock(hashtext($1), hashtext($2)) AS locked'
 
-/** A key recorded within its lifetime (expired ones are deleted as new keys are recorded). */
-const FIND_KEY = 'SELECT fingerprint, response FROM idempotency_keys WHERE scope = $1 AND key = $2 AND created_at_ms > $3'
-
-/** Records a key and lets go of the keys past their lifetime or beyond the limits (idempotency_key_record, a migration's). */
-const RECORD_KEY = 'SELECT idempotency_key_record($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)'
-
 /** A limit as PostgreSQL takes it: no limit is the largest number both sides agree on. */
 const bound = (limit: number): number => Math.min(limit, Number.MAX_SAFE_INTEGER)
 
@@ -44,47 +39,11 @@ interface PageRow extends Record<string, unknown> {
   more: boolean
 }
 
-/**
- * Up to $2 cats after the position $1; with $3, only those whose texts and commas fit in $3 bytes (the first cat
- * always). The page is cut in the database, so the service never receives more than that.
- */
-const PAGE = `
-WITH following AS (SELECT seq, data::text AS json FROM cats WHERE seq > $1::bigint ORDER BY seq LIMIT $2),
-sized AS (
-  SELECT seq, json, row_number() OVER (ORDER BY seq) AS place, sum(octet_length(json) + 1) OVER (ORDER BY seq) - 1 AS bytes FROM following
-),
-page AS (SELECT seq, json FROM sized WHERE place = 1 OR $3::bigint IS NULL OR bytes <= $3::bigint)
-SELECT coalesce(string_agg(json, ',' ORDER BY seq), '') AS items,
-  coalesce(max(seq), $1::bigint)::text AS last,
-  EXISTS (SELECT 1 FROM cats WHERE seq > (SELECT coalesce(max(seq), $1::bigint) FROM page)) AS more
-FROM page`
-
-/** The earliest created cat with the id $1: read, update and delete act on it. */
-const EARLIEST_WITH_ID = 'FROM cats WHERE id = $1 ORDER BY seq LIMIT 1'
-
-const REMOVE = `
-WITH gone AS (
-  DELETE FROM cats WHERE seq = (SELECT seq ${EARLIEST_WITH_ID} FOR UPDATE) RETURNING seq
-)
-UPDATE cats_count SET count = count - (SELECT count(*) FROM gone)`
-
-/** A version as the store answers it: the database's epoch and the number (see migration 10). */
-const TAG = "(SELECT epoch FROM cats_count) || '.' || version"
-
-/** The earliest created cats with the ids in the array $1: GET /cats/:id, many requests at once. */
-const FIND_MANY: NamedStatement = {
-  name: 'cats_find_many',
-  text: `SELECT DISTINCT ON (id) id::text, data::text AS json, ${TAG} AS version FROM cats WHERE id = ANY($1::bigint[]) ORDER BY id, seq`
-}
-
 interface FoundRow extends Record<string, unknown> {
   id: string
   json: string
   version: string
 }
-
-/** A conditional write's first step: the earliest created cat with the id $1, locked until the transaction ends. */
-const LOCK_EARLIEST = `SELECT seq::text, data::text AS json, ${TAG} AS version ${EARLIEST_WITH_ID} FOR UPDATE`
 
 interface LockedRow extends Record<string, unknown> {
   seq: string
@@ -92,33 +51,81 @@ interface LockedRow extends Record<string, unknown> {
   version: string
 }
 
+/**
+ * The store's statements, each naming the schema of the package's objects (`"schema".`; empty: the connection's
+ * search_path), so no connection setting decides which tables they reach.
+ */
+function statements (s: string) {
+  /** The earliest created cat with the id $1: read, update and delete act on it. */
+  const EARLIEST_WITH_ID = `FROM ${s}cats WHERE id = $1 ORDER BY seq LIMIT 1`
+  /** A version as the store answers it: the database's epoch and the number (see migration 10). */
+  const TAG = `(SELECT epoch FROM ${s}cats_count) || '.' || version`
+  return {
+    COUNT: `SELECT count FROM ${s}cats_count`,
+    LIST_VERSION: `SELECT epoch || '.' || changes AS changes FROM ${s}cats_count`,
+    /** A key recorded within its lifetime (expired ones are deleted as new keys are recorded). */
+    FIND_KEY: `SELECT fingerprint, response FROM ${s}idempotency_keys WHERE scope = $1 AND key = $2 AND created_at_ms > $3`,
+    /** Records a key and lets go of the keys past their lifetime or beyond the limits (idempotency_key_record, a migration's). */
+    RECORD_KEY: `SELECT ${s}idempotency_key_record($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+    /**
+     * Up to $2 cats after the position $1; with $3, only those whose texts and commas fit in $3 bytes (the first cat
+     * always). The page is cut in the database, so the service never receives more than that.
+     */
+    PAGE: `
+WITH following AS (SELECT seq, data::text AS json FROM ${s}cats WHERE seq > $1::bigint ORDER BY seq LIMIT $2),
+sized AS (
+  SELECT seq, json, row_number() OVER (ORDER BY seq) AS place, sum(octet_length(json) + 1) OVER (ORDER BY seq) - 1 AS bytes FROM following
+),
+page AS (SELECT seq, json FROM sized WHERE place = 1 OR $3::bigint IS NULL OR bytes <= $3::bigint)
+SELECT coalesce(string_agg(json, ',' ORDER BY seq), '') AS items,
+  coalesce(max(seq), $1::bigint)::text AS last,
+  EXISTS (SELECT 1 FROM ${s}cats WHERE seq > (SELECT coalesce(max(seq), $1::bigint) FROM page)) AS more
+FROM page`,
+    REMOVE: `
+WITH gone AS (
+  DELETE FROM ${s}cats WHERE seq = (SELECT seq ${EARLIEST_WITH_ID} FOR UPDATE) RETURNING seq
+)
+UPDATE ${s}cats_count SET count = count - (SELECT count(*) FROM gone)`,
+    REMOVE_LOCKED: `DELETE FROM ${s}cats WHERE seq = $1`,
+    UNCOUNT: `UPDATE ${s}cats_count SET count = count - 1`,
+    /** The earliest created cats with the ids in the array $1: GET /cats/:id, many requests at once. */
+    FIND_MANY: {
+      name: 'cats_find_many',
+      text: `SELECT DISTINCT ON (id) id::text, data::text AS json, ${TAG} AS version FROM ${s}cats WHERE id = ANY($1::bigint[]) ORDER BY id, seq`
+    } satisfies NamedStatement,
+    /** A conditional write's first step: the earliest created cat with the id $1, locked until the transaction ends. */
+    LOCK_EARLIEST: `SELECT seq::text, data::text AS json, ${TAG} AS version ${EARLIEST_WITH_ID} FOR UPDATE`,
+    /**
+     * POSTs in one round trip, many at once (cats_create_many): ids, creation order and the collection limit as one
+     * create each. The count's row lock serializes creates across instances but is held only inside PostgreSQL.
+     */
+    CREATE_MANY: {
+      name: 'cats_create_many',
+      text: `SELECT place::int AS place, cat_data AS data, cat_data::text AS json FROM ${s}cats_create_many($1, $2)`
+    } satisfies NamedStatement,
+    /**
+     * PUTs in one round trip, many at once: the merges run in the database (cats_merge_many, created by a migration),
+     * row locks and size limit included, one row per merge in the order given.
+     */
+    MERGE_MANY: {
+      name: 'cats_merge_many_versioned',
+      text: `SELECT has_cat, data::text AS json, ${TAG} AS version FROM ${s}cats_merge_many_versioned($1, $2, $3, $4, $5) ` +
+        'WITH ORDINALITY AS merged(has_cat, data, version, place) ORDER BY place'
+    } satisfies NamedStatement,
+    /** A PUT with a condition, under the cat's row lock its transaction holds. */
+    MERGE_ONE: `SELECT data::text AS json, ${TAG} AS version FROM ${s}cats_merge_versioned($1, $2, $3, $4)`,
+    /** A PATCH's result written back to the locked cat. */
+    WRITE_LOCKED: `UPDATE ${s}cats SET data = $2::json WHERE seq = $1 RETURNING ${TAG} AS version`
+  }
+}
 /** Reads: at most 500 in one statement, as many statements at once as the pool has connections. */
 const READ_BATCHES = { maxBatchSize: 500 }
-
-/**
- * POSTs in one round trip, many at once (cats_create_many): ids, creation order and the collection limit as one
- * create each. The count's row lock serializes creates across instances but is held only inside PostgreSQL.
- */
-const CREATE_MANY: NamedStatement = {
-  name: 'cats_create_many',
-  text: 'SELECT place::int AS place, cat_data AS data, cat_data::text AS json FROM cats_create_many($1, $2)'
-}
 
 /**
  * Creates: at most 100 in one statement, one statement running at once per instance (creates take turns at the
  * count's row lock anyway; meanwhile the next ones gather), and none waits more than 100 ms for it to end.
  */
 const CREATE_BATCHES = { maxBatchSize: 100, maxInFlight: 1, maxWaitMs: 100 }
-
-/**
- * PUTs in one round trip, many at once: the merges run in the database (cats_merge_many, created by a migration),
- * row locks and size limit included, one row per merge in the order given.
- */
-const MERGE_MANY: NamedStatement = {
-  name: 'cats_merge_many_versioned',
-  text: `SELECT has_cat, data::text AS json, ${TAG} AS version FROM cats_merge_many_versioned($1, $2, $3, $4, $5) ` +
-    'WITH ORDINALITY AS merged(has_cat, data, version, place) ORDER BY place'
-}
 
 /** A PUT as the database takes it: the fields as JSON texts, so that it splices them into the stored text without decoding them. */
 interface Merge {
@@ -152,6 +159,7 @@ export class SqlCatsStore implements CatsStore {
   readonly #limits: StoreLimits
   readonly #availability: Availability
   readonly #now: () => number
+  readonly #sql: ReturnType<typeof statements>
   /** GET /cats/:id: the reads of one turn of the event loop in one statement. */
   readonly #reads: DataLoader<number, VersionedCat | undefined>
   /**
@@ -168,10 +176,17 @@ export class SqlCatsStore implements CatsStore {
 
   /**
    * `availability` hears whether each operation reached the database; `now` is the clock idempotency keys
-   * expire by (milliseconds), the same on every instance as far as clocks agree.
+   * expire by (milliseconds), the same on every instance as far as clocks agree; `schema` holds the tables (the
+   * service passes Database.schema; without it, statements reach them through the connection's search_path).
    */
-  constructor (client: SqlClient, limits: StoreLimits = NO_LIMITS, { availability, now = Date.now }: { availability?: Availability, now?: () => number } = {}) {
+  constructor (client: SqlClient, limits: StoreLimits = NO_LIMITS, { availability, now = Date.now, schema }: {
+    availability?: Availability
+    now?: () => number
+    schema?: string
+  } = {}) {
     this.#client = client
+    this.#sql = statements(schemaPrefix(schema))
+    const { FIND_MANY, MERGE_MANY } = this.#sql
     this.#limits = limits
     this.#availability = availability
     this.#now = now
@@ -201,14 +216,14 @@ export class SqlCatsStore implements CatsStore {
 
   async count (): Promise<number> {
     return this.#reported(async () => {
-      const [row] = await this.#client.query<{ count: string }>('SELECT count FROM cats_count')
+      const [row] = await this.#client.query<{ count: string }>(this.#sql.COUNT)
       return Number(row.count)
     })
   }
 
   async listVersion (): Promise<string> {
     return this.#reported(async () => {
-      const [row] = await this.#client.query<{ changes: string }>("SELECT epoch || '.' || changes AS changes FROM cats_count")
+      const [row] = await this.#client.query<{ changes: string }>(this.#sql.LIST_VERSION)
       return row.changes
     })
   }
@@ -216,7 +231,7 @@ export class SqlCatsStore implements CatsStore {
   async page (after: number, limit: number, maxBytes?: number): Promise<CatsPage> {
     return this.#reported(async () => {
       // data::text is the JSON exactly as written, so no parse and re-serialize; seq > $1 walks the primary key.
-      const [row] = await this.#client.query<PageRow>(PAGE, [after, limit, maxBytes ?? null])
+      const [row] = await this.#client.query<PageRow>(this.#sql.PAGE, [after, limit, maxBytes ?? null])
       return { items: row.items, last: Number(row.last), more: row.more }
     })
   }
@@ -238,7 +253,7 @@ export class SqlCatsStore implements CatsStore {
     return this.#reported(() => this.#client.transaction(async (tx) => {
       const [{ locked }] = await tx.query<{ locked: boolean }>(LOCK_KEY, [scope, key])
       if (!locked) throw new IdempotencyKeyInUse()
-      const [kept] = await tx.query<KeyRow>(FIND_KEY, [scope, key, expiredAt])
+      const [kept] = await tx.query<KeyRow>(this.#sql.FIND_KEY, [scope, key, expiredAt])
       if (kept !== undefined) {
         if (kept.fingerprint !== fingerprint) throw new IdempotencyKeyReused()
         return { replayed: true, json: kept.response }
@@ -247,7 +262,7 @@ export class SqlCatsStore implements CatsStore {
       // row lock from here on, so keys are recorded (and the limits checked) by one transaction at a time.
       const [row] = await this.#insert(tx, [fields])
       if (row === undefined) throw new CollectionFull(this.#limits.maxCats)
-      await tx.query(RECORD_KEY, [
+      await tx.query(this.#sql.RECORD_KEY, [
         scope, key, client, fingerprint, row.json, idempotencyKeyBytes(request, row.json), now, expiredAt,
         bound(clientMaxKeys), bound(clientMaxBytes), bound(maxKeys), bound(maxBytes)
       ])
@@ -261,7 +276,7 @@ export class SqlCatsStore implements CatsStore {
    */
   async #insert (executor: SqlExecutor, cats: readonly CreateCatBody[]): Promise<Array<CreatedRow | undefined>> {
     const bodies = cats.map(({ name, age, breed }) => JSON.stringify({ name, age, breed }))
-    const rows = await executor.query<CreatedRow>(CREATE_MANY, [bodies, Math.min(this.#limits.maxCats, Number.MAX_SAFE_INTEGER)])
+    const rows = await executor.query<CreatedRow>(this.#sql.CREATE_MANY, [bodies, Math.min(this.#limits.maxCats, Number.MAX_SAFE_INTEGER)])
     const created = new Map(rows.map((row) => [row.place, row]))
     return cats.map((_, index) => created.get(index + 1))
   }
@@ -280,7 +295,7 @@ export class SqlCatsStore implements CatsStore {
       ? await this.#reported(() => this.#merges.load({ id, keys, values }))
       : await this.#conditional(id, condition, async (tx) => {
         const [row] = await tx.query<{ json: string | null, version: string | null }>(
-          `SELECT data::text AS json, ${TAG} AS version FROM cats_merge_versioned($1, $2, $3, $4)`, [id, keys, values, maxBytes])
+          this.#sql.MERGE_ONE, [id, keys, values, maxBytes])
         return row.json === null || row.version === null ? TOO_LARGE : { json: row.json, version: row.version }
       })
     if (outcome === TOO_LARGE) throw new CatTooLarge(this.#limits.maxCatBytes)
@@ -291,19 +306,19 @@ export class SqlCatsStore implements CatsStore {
   async patch (id: number, patch: UpdateCatBody, condition?: VersionCondition): Promise<VersionedCat | undefined> {
     return this.#conditional(id, condition, async (tx, locked) => {
       const { json } = patchWithinLimit(JSON.parse(locked.json), patch, this.#limits.maxCatBytes)
-      const [{ version }] = await tx.query<{ version: string }>(`UPDATE cats SET data = $2::json WHERE seq = $1 RETURNING ${TAG} AS version`, [locked.seq, json])
+      const [{ version }] = await tx.query<{ version: string }>(this.#sql.WRITE_LOCKED, [locked.seq, json])
       return { json, version }
     })
   }
 
   async remove (id: number, condition?: VersionCondition): Promise<void> {
     if (condition === undefined) {
-      await this.#reported(() => this.#client.query(REMOVE, [id]))
+      await this.#reported(() => this.#client.query(this.#sql.REMOVE, [id]))
       return
     }
     await this.#conditional(id, condition, async (tx, locked) => {
-      await tx.query('DELETE FROM cats WHERE seq = $1', [locked.seq])
-      await tx.query('UPDATE cats_count SET count = count - 1')
+      await tx.query(this.#sql.REMOVE_LOCKED, [locked.seq])
+      await tx.query(this.#sql.UNCOUNT)
     })
   }
 
@@ -314,7 +329,7 @@ export class SqlCatsStore implements CatsStore {
   async #conditional<T> (id: number, condition: VersionCondition | undefined,
     write: (tx: SqlTransaction, locked: LockedRow) => Promise<T>): Promise<T | undefined> {
     return this.#reported(() => this.#client.transaction(async (tx) => {
-      const [locked] = await tx.query<LockedRow>(LOCK_EARLIEST, [id])
+      const [locked] = await tx.query<LockedRow>(this.#sql.LOCK_EARLIEST, [id])
       if (condition !== undefined && !meetsCondition(condition, locked?.version)) throw new PreconditionFailed()
       return locked === undefined ? undefined : await write(tx, locked)
     }))

@@ -7,6 +7,8 @@ import type { SqlClient } from './sql-client.js'
 export interface Database {
   client: SqlClient
   status: DependencyStatus
+  /** The schema of the package's objects (DATABASE_SCHEMA, else the connection's current schema): every statement names it. */
+  schema: string
 }
 
 /**
@@ -14,14 +16,19 @@ export interface Database {
  * loaded only here, so a service without a database never loads it.
  */
 export async function openDatabase (config: Config & { DATABASE_URL: string }, log: FastifyBaseLogger): Promise<Database> {
-  const [{ connect }, { migrate }] = await Promise.all([import('./sql-client.js'), import('./migrations.js')])
-  const { DATABASE_URL, DATABASE_POOL_SIZE, DATABASE_PREPARED_STATEMENTS } = config
+  const [{ connect }, { migrate }, { ownSchema }, { storeProbe }] = await Promise.all([
+    import('./sql-client.js'), import('./migrations.js'), import('./own-schema.js'), import('./store-probe.js')
+  ])
+  const { DATABASE_URL, DATABASE_POOL_SIZE, DATABASE_PREPARED_STATEMENTS, DATABASE_SCHEMA } = config
   const client = await connect(DATABASE_URL, { poolSize: DATABASE_POOL_SIZE, preparedStatements: DATABASE_PREPARED_STATEMENTS })
+  let schema: string
   try {
-    for (const { version, name } of await migrate(client)) log.info({ version, name }, 'applied database migration')
+    schema = await ownSchema(client, DATABASE_SCHEMA)
+    for (const { version, name } of await migrate(client, 'max', schema)) log.info({ version, name, schema }, 'applied database migration')
   } catch (error) {
     await client.close()
     throw new Error(`DATABASE_URL: could not prepare the database (${String(error)})`)
   }
-  return { client, status: new DependencyStatus('database', log, (timeoutMs) => client.ping(timeoutMs)) }
+  const probe = storeProbe(schema)
+  return { client, schema, status: new DependencyStatus('database', log, (timeoutMs) => client.ping(timeoutMs, probe)) }
 }

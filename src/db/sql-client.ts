@@ -30,8 +30,8 @@ export interface SqlTransaction extends SqlExecutor {
 export interface SqlClient extends SqlExecutor {
   /** Runs `work` in a transaction; on a PostgreSQL server all of it within `timeoutMs` (OPERATION_DEADLINE_MS unless said). */
   transaction: <T>(work: (tx: SqlTransaction) => Promise<T>, timeoutMs?: number) => Promise<T>
-  /** Resolves when the database answers a trivial query within `timeoutMs`. */
-  ping: (timeoutMs: number) => Promise<void>
+  /** Resolves when the database answers `statement` (a trivial query unless said) within `timeoutMs`. */
+  ping: (timeoutMs: number, statement?: string) => Promise<void>
   close: () => Promise<void>
 }
 
@@ -68,7 +68,7 @@ function statementSpan (statement: string | NamedStatement): SpanStart {
 
 // Internal: the calls to the database are its statements, each a client span below it.
 const TRANSACTION_SPAN: SpanStart = { name: 'transaction', kind: SpanKind.INTERNAL, attributes: { 'db.system.name': 'postgresql' } }
-const PING_SPAN = statementSpan('SELECT 1')
+const PING = 'SELECT 1'
 
 /** Statements inside a transaction, each in its span (a child of the transaction's). */
 function tracedTransaction (tx: SqlTransaction): SqlTransaction {
@@ -86,7 +86,7 @@ function traced (client: SqlClient): SqlClient {
   return {
     query: (statement, params) => inChildSpan(() => statementSpan(statement), () => client.query(statement, params)),
     transaction: (work, timeoutMs) => inChildSpan(() => TRANSACTION_SPAN, () => client.transaction((tx) => work(tracedTransaction(tx)), timeoutMs)),
-    ping: (timeoutMs) => inChildSpan(() => PING_SPAN, () => client.ping(timeoutMs)),
+    ping: (timeoutMs, statement = PING) => inChildSpan(() => statementSpan(statement), () => client.ping(timeoutMs, statement)),
     close: () => client.close()
   }
 }
@@ -157,8 +157,8 @@ export async function postgresClient (connectionString: string, { poolSize = 10,
       await client.query('COMMIT')
       return result
     }, timeoutMs),
-    ping: async (timeoutMs) => {
-      await withConnection((client) => client.query('SELECT 1'), timeoutMs)
+    ping: async (timeoutMs, statement = PING) => {
+      await withConnection((client) => client.query(statement), timeoutMs)
     },
     close: () => pool.end()
   })
@@ -215,8 +215,8 @@ export async function pgliteClient (location: string): Promise<SqlClient> {
   return traced({
     ...pglite(db),
     transaction: (work) => db.transaction((tx) => work(pglite(tx))),
-    ping: async () => {
-      await db.query('SELECT 1')
+    ping: async (_timeoutMs, statement = PING) => {
+      await db.query(statement)
     },
     close: async () => {
       await db.close()

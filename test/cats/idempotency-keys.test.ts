@@ -181,7 +181,7 @@ function sqlSuite (t: Test, openSchema: (t: Test) => Promise<SqlClient>, openMig
     }
     await recordedBefore('', 'shared')
     await recordedBefore('user 1', 'mine')
-    t.strictSame(await migrate(client), [{ version: 8, name: 'idempotency-key-limits' }, { version: 9, name: 'session-rotations' }, { version: 10, name: 'cats-versions' }])
+    t.strictSame(await migrate(client), [{ version: 8, name: 'idempotency-key-limits' }, { version: 9, name: 'session-rotations' }, { version: 10, name: 'cats-versions' }, { version: 11, name: 'function-paths' }])
     t.strictSame(await sqlUsage(t, client), { keys: 2, bytes: bytesOf('', 'shared', 1) + bytesOf('user 1', 'mine', 2, 'user 1') })
     t.strictSame(await sqlUsage(t, client, 'user 1'), { keys: 1, bytes: bytesOf('user 1', 'mine', 2, 'user 1') }, 'counted against its scope')
     const store = new SqlCatsStore(client, limitsWith({ clientMaxKeys: 1 }))

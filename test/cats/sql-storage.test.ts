@@ -149,7 +149,7 @@ t.test('start-up logs each migration it applies, and nothing on a database alrea
     return log.text()
   }
   const first = (await startLogged()).split('\n').filter((line) => line.includes('applied database migration'))
-  t.equal(first.length, 10)
+  t.equal(first.length, 11)
   t.match(JSON.parse(first[0]), { version: 1, name: 'cats', msg: 'applied database migration' })
   t.match(JSON.parse(first[1]), { version: 2, name: 'idempotency-keys', msg: 'applied database migration' })
   t.match(JSON.parse(first[2]), { version: 3, name: 'sessions', msg: 'applied database migration' })
@@ -160,6 +160,7 @@ t.test('start-up logs each migration it applies, and nothing on a database alrea
   t.match(JSON.parse(first[7]), { version: 8, name: 'idempotency-key-limits', msg: 'applied database migration' })
   t.match(JSON.parse(first[8]), { version: 9, name: 'session-rotations', msg: 'applied database migration' })
   t.match(JSON.parse(first[9]), { version: 10, name: 'cats-versions', msg: 'applied database migration' })
+  t.match(JSON.parse(first[10]), { version: 11, name: 'function-paths', msg: 'applied database migration' })
   t.notMatch(await startLogged(), /applied database migration/)
 })
 

@@ -27,20 +27,27 @@ t.test('npm run migrate upgrades a database made by the earlier start-up code, a
 
   const pending = await runCli('migrate.js', ['status'], '', env)
   t.equal(pending.code, 0)
-  t.match(pending.stdout, /^version\s+name\s+state\n001\s+cats\s+pending\n002\s+idempotency-keys\s+pending\n003\s+sessions\s+pending\n004\s+cats-merge\s+pending\n005\s+cats-merge-many\s+pending\n006\s+cats-create-many\s+pending\n007\s+session-records\s+pending\n008\s+idempotency-key-limits\s+pending\n009\s+session-rotations\s+pending\n010\s+cats-versions\s+pending\n$/)
+  t.match(pending.stdout, /^version\s+name\s+state\n001\s+cats\s+pending\n002\s+idempotency-keys\s+pending\n003\s+sessions\s+pending\n004\s+cats-merge\s+pending\n005\s+cats-merge-many\s+pending\n006\s+cats-create-many\s+pending\n007\s+session-records\s+pending\n008\s+idempotency-key-limits\s+pending\n009\s+session-rotations\s+pending\n010\s+cats-versions\s+pending\n011\s+function-paths\s+pending\n$/)
   const migrated = await runCli('migrate.js', [], '', env)
   t.equal(migrated.code, 0)
-  t.equal(migrated.stdout, 'Applied 001 cats\nApplied 002 idempotency-keys\nApplied 003 sessions\nApplied 004 cats-merge\nApplied 005 cats-merge-many\nApplied 006 cats-create-many\nApplied 007 session-records\nApplied 008 idempotency-key-limits\nApplied 009 session-rotations\nApplied 010 cats-versions\nThe cats schema is up to date\n')
+  t.equal(migrated.stdout, 'Applied 001 cats\nApplied 002 idempotency-keys\nApplied 003 sessions\nApplied 004 cats-merge\nApplied 005 cats-merge-many\nApplied 006 cats-create-many\nApplied 007 session-records\nApplied 008 idempotency-key-limits\nApplied 009 session-rotations\nApplied 010 cats-versions\nApplied 011 function-paths\nThe cats schema is up to date\n')
   const applied = await runCli('migrate.js', ['status'], '', env)
-  t.match(applied.stdout, /\n001\s+cats\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n002\s+idempotency-keys\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n003\s+sessions\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n004\s+cats-merge\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n005\s+cats-merge-many\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n006\s+cats-create-many\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n007\s+session-records\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n008\s+idempotency-key-limits\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n009\s+session-rotations\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n010\s+cats-versions\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n$/)
+  t.match(applied.stdout, /\n001\s+cats\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n002\s+idempotency-keys\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n003\s+sessions\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n004\s+cats-merge\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n005\s+cats-merge-many\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n006\s+cats-create-many\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n007\s+session-records\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n008\s+idempotency-key-limits\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n009\s+session-rotations\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n010\s+cats-versions\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n011\s+function-paths\s+applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n$/)
+
+  // DATABASE_SCHEMA: the same database, another schema, created and migrated from nothing.
+  const own = await runCli('migrate.js', [], '', { ...env, DATABASE_SCHEMA: 'cats_own' })
+  t.equal(own.code, 0)
+  t.match(own.stdout, /^Applied 001 cats\n[^]*Applied 011 function-paths\nThe cats schema is up to date\n$/)
 
   const upgraded = new PGlite(dir)
   t.teardown(() => upgraded.close())
-  const { rows } = await upgraded.query<{ data: unknown }>('SELECT data FROM cats ORDER BY seq')
+  const { rows } = await upgraded.query<{ data: unknown }>('SELECT data FROM public.cats ORDER BY seq')
   t.strictSame(rows.map((row) => row.data), [
     { id: 1, name: 'Tom', age: 3, breed: 'Siamese' },
     { id: 2, name: 'Kit', age: 1, breed: 'Persian' }
   ], 'the cats are kept')
+  const { rows: [{ count }] } = await upgraded.query<{ count: number }>('SELECT count FROM cats_own.cats_count')
+  t.equal(Number(count), 0, 'DATABASE_SCHEMA has a collection of its own')
 })
 
 t.test('npm run migrate: usage, no DATABASE_URL, and a database that cannot be reached', async (t) => {

@@ -44,7 +44,8 @@ const sessionRecords = { version: 7, name: 'session-records' }
 const idempotencyKeyLimits = { version: 8, name: 'idempotency-key-limits' }
 const sessionRotations = { version: 9, name: 'session-rotations' }
 const catsVersions = { version: 10, name: 'cats-versions' }
-const all = [cats, idempotencyKeys, sessions, catsMerge, catsMergeMany, catsCreateMany, sessionRecords, idempotencyKeyLimits, sessionRotations, catsVersions]
+const functionPaths = { version: 11, name: 'function-paths' }
+const all = [cats, idempotencyKeys, sessions, catsMerge, catsMergeMany, catsCreateMany, sessionRecords, idempotencyKeyLimits, sessionRotations, catsVersions, functionPaths]
 const pending = all.map((migration) => ({ ...migration, appliedAt: undefined, known: true }))
 
 async function tableExists (client: SqlClient, table: string): Promise<boolean> {
@@ -147,7 +148,38 @@ t.test('PGlite in process (pglite://<directory>)', async (t) => {
   t.test('a search_path naming no existing schema is a clear error', async (t) => {
     await shared.query('SET search_path TO no_such_schema')
     t.teardown(() => shared.query('SET search_path TO public'))
-    await t.rejects(migrate(shared), /no schema of the search_path exists to hold the tables/)
+    await t.rejects(migrate(shared), /no schema of the search_path exists to hold the tables: set DATABASE_SCHEMA/)
+  })
+
+  t.test('a current schema whose name postgrator cannot take is a clear error', async (t) => {
+    await shared.query('CREATE SCHEMA "a.b"')
+    await shared.query('SET search_path TO "a.b"')
+    t.teardown(async () => {
+      await shared.query('SET search_path TO public')
+      await shared.query('DROP SCHEMA "a.b"')
+    })
+    await t.rejects(migrate(shared), /the current schema "a\.b" has a \. or " in its name: set DATABASE_SCHEMA/)
+  })
+
+  t.test('DATABASE_SCHEMA beside a host\'s sessions: refused without it, created and used with it, on one PGlite session', async (t) => {
+    const host = freshSchemaName('cats_host')
+    const own = freshSchemaName('cats_own')
+    await shared.query(`CREATE SCHEMA ${host}`)
+    await shared.query(`CREATE TABLE ${host}.sessions (id text PRIMARY KEY, data text)`)
+    await shared.query(`SET search_path TO ${host}`)
+    t.teardown(async () => {
+      await shared.query('SET search_path TO public')
+      await shared.query(`DROP SCHEMA ${host} CASCADE`)
+      await shared.query(`DROP SCHEMA IF EXISTS ${own} CASCADE`)
+    })
+    await t.rejects(migrate(shared), { message: `table "${host}"."sessions" exists and is not this package's: set DATABASE_SCHEMA to a schema of its own` })
+    t.strictSame(await migrationStatus(shared, own), pending, 'status of a schema not created yet: everything pending, nothing created')
+    t.strictSame(await migrate(shared, 'max', own), all)
+    const store = withObjects(new SqlCatsStore(shared, undefined, { schema: own }))
+    t.strictSame(await store.create(tom), { id: 1, ...tom })
+    t.strictSame(await store.updateCat(1, { toy: 'ball' }), { id: 1, ...tom, toy: 'ball' })
+    const tables = await shared.query<{ name: string }>('SELECT tablename AS name FROM pg_tables WHERE schemaname = $1 ORDER BY 1', [host])
+    t.strictSame(tables, [{ name: 'sessions' }], 'the host\'s schema holds its table alone')
   })
 })
 
@@ -158,8 +190,8 @@ if (serverUrl === undefined || serverUrl === '') {
   t.test('the PostgreSQL server at TEST_DATABASE_URL', async (t) => {
     const admin = await adminClient(t, serverUrl)
     /** A fresh schema, dropped on teardown, and a URL whose connections use it in FAR_ZONE. */
-    const freshSchema = async (t: Test): Promise<string> =>
-      urlWithSchema(serverUrl, await freshServerSchema(t, admin, 'cats_test'), { timezone: FAR_ZONE })
+    const freshSchema = async (t: Test): Promise<string> => urlIn(await freshServerSchema(t, admin, 'cats_test'))
+    const urlIn = (schema: string): string => urlWithSchema(serverUrl, schema, { timezone: FAR_ZONE })
     const open = async (t: Test, url: string): Promise<SqlClient> => {
       const client = await postgresClient(url)
       t.teardown(() => client.close())
@@ -183,10 +215,13 @@ if (serverUrl === undefined || serverUrl === '') {
 
     t.test('an instance waits for another one\'s migrations past a request\'s deadline, then starts', async (t) => {
       // Another instance migrating: a transaction holding the migration lock for longer than a request may take.
+      const schema = await freshServerSchema(t, admin, 'cats_test')
       const other = await adminClient(t, serverUrl)
       await other.query('BEGIN')
-      await other.query(MIGRATION_LOCK)
-      const client = await open(t, await freshSchema(t))
+      await other.query(MIGRATION_LOCK, [schema])
+      // The lock is the schema's: a deployment in another schema does not wait for it.
+      t.strictSame(await migrate(await open(t, await freshSchema(t))), all, 'another schema migrates meanwhile')
+      const client = await open(t, urlIn(schema))
       const started = Date.now()
       const migrating = migrate(client).then((applied) => ({ applied }), (error: unknown) => ({ error: String(error) }))
       const holdMs = OPERATION_DEADLINE_MS + 1000
