@@ -8,6 +8,7 @@ import { testConfig } from './support/app.js'
 import { cheapDemoUsers } from './support/cheap-users.js'
 import { adminClient, freshServerSchema, urlWithSchema } from './support/sql-schemas.js'
 import { freshKeyPrefix } from './support/redis.js'
+import { pgliteMigratedCopy } from './support/pglite-template.js'
 import type { ConfigInput } from '../src/config.js'
 import { verifyPassword } from '../src/auth/password.js'
 
@@ -18,7 +19,8 @@ const bearer = (token: string): Record<string, string> => ({ authorization: `Bea
 interface HostConfig { HOST_NAME: string }
 /** A host shaped like fastify/demo's root: its own config, @fastify/jwt and authenticate, and a guarded route of the service's. */
 async function hostWith (t: Test, options: AppOptions): Promise<{ host: FastifyInstance, service: CatsService, hostConfig: HostConfig }> {
-  const host = Fastify()
+  // A long plugin timeout for PGlite, whose start can take seconds on a busy machine.
+  const host = Fastify({ pluginTimeout: 120_000 })
   t.teardown(() => host.close())
   const hostConfig: HostConfig = { HOST_NAME: 'demo' }
   host.decorate('config', hostConfig)
@@ -96,7 +98,10 @@ t.test('the guard and identity fail clearly when misused; a service registers on
 })
 
 /** Each store configuration the guard must agree with the service on. */
-const stores: Array<{ name: string, config: (t: Test) => Promise<Partial<ConfigInput>> }> = [{ name: 'memory', config: async () => ({}) }]
+const stores: Array<{ name: string, config: (t: Test) => Promise<Partial<ConfigInput>> }> = [
+  { name: 'memory', config: async () => ({}) },
+  { name: 'PGlite', config: async (t) => ({ DATABASE_URL: `pglite://${await pgliteMigratedCopy(t)}` }) }
+]
 if (TEST_DATABASE_URL === undefined || TEST_DATABASE_URL === '') {
   t.comment('TEST_DATABASE_URL is not set: the guard\'s PostgreSQL runs were skipped')
 } else {
@@ -108,6 +113,17 @@ if (TEST_REDIS_URL === undefined || TEST_REDIS_URL === '') {
 } else {
   const url = TEST_REDIS_URL
   stores.push({ name: 'Redis', config: async (t) => ({ REDIS_URL: url, REDIS_KEY_PREFIX: freshKeyPrefix(t, url) }) })
+  if (TEST_DATABASE_URL !== undefined && TEST_DATABASE_URL !== '') {
+    const databaseUrl = TEST_DATABASE_URL
+    stores.push({
+      name: 'PostgreSQL sessions and the Redis denylist',
+      config: async (t) => ({
+        DATABASE_URL: urlWithSchema(databaseUrl, await freshServerSchema(t, await adminClient(t, databaseUrl), 'guard')),
+        REDIS_URL: url,
+        REDIS_KEY_PREFIX: freshKeyPrefix(t, url)
+      })
+    })
+  }
 }
 
 for (const store of stores) {
