@@ -182,6 +182,7 @@ t.test('Redocly (recommended rules) finds nothing more in the host document with
   }
   const [alone, ...withService] = await lint(files, join(dir, 'redocly.yaml'))
   const problems = ({ problems }: typeof alone) => problems.map(({ ruleId, message }) => `${ruleId}: ${message}`).sort()
+  t.comment(`Redocly findings (errors + warnings): ${[alone, ...withService].map((report, index) => `${setups[index][0]} ${report.totals.errors + report.totals.warnings}`).join('; ')}`)
   for (const [index, report] of withService.entries()) {
     t.strictSame(problems(report), problems(alone), setups[index + 1][0])
     t.ok(report.totals.errors + report.totals.warnings <= alone.totals.errors + alone.totals.warnings, `${setups[index + 1][0]}: no more findings`)
