@@ -64,6 +64,7 @@ const ConfigProperties = {
     default: true,
     description: 'PostgreSQL parses and plans the frequent statements once per connection; `false` behind a pooler that shares server sessions between clients (PgBouncer in transaction mode before 1.21)'
   }),
+  DATABASE_POOLER: OneOf(['none', 'session', 'transaction'], 'none', 'The pool mode of a pooler between the service and PostgreSQL (PgBouncer; `statement` mode does not work): with one, the statement timeout is set per transaction and statement, not as a start-up parameter (which PgBouncer refuses)'),
   REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://.+', description: '`redis://…`: the failed-login counters and the logout denylist are shared by every instance (Redis 7 or later)' })),
   REDIS_KEY_PREFIX: Type.String({ default: 'cats-api:', description: 'Prefix of every Redis key the service writes, so several deployments can share one Redis' }),
   CATS_MAX: Type.Integer({ minimum: 1, default: 50_000, description: 'Most cats stored; past it `POST /cats` gets 507' }),
@@ -212,7 +213,7 @@ function inWords (error: unknown): unknown {
   return Object.assign(new Error(words.join(', ')), { errors: kept })
 }
 
-const DatabaseSchema = Type.Object({ DATABASE_URL: ConfigProperties.DATABASE_URL, DATABASE_SCHEMA: ConfigProperties.DATABASE_SCHEMA })
+const DatabaseSchema = Type.Object({ DATABASE_URL: ConfigProperties.DATABASE_URL, DATABASE_SCHEMA: ConfigProperties.DATABASE_SCHEMA, DATABASE_POOLER: ConfigProperties.DATABASE_POOLER })
 
 /** Only the database settings, for tools that need nothing else (npm run migrate). */
 export function loadDatabaseConfig (source: Record<string, unknown>, { envFile }: ConfigSources = {}): Static<typeof DatabaseSchema> {

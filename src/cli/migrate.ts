@@ -16,12 +16,12 @@ if (command.length > 1 || (command.length === 1 && command[0] !== 'status')) {
   console.error(USAGE)
   process.exit(1)
 }
-const { DATABASE_URL, DATABASE_SCHEMA } = loadDatabaseConfig(process.env, { envFile: '.env' })
+const { DATABASE_URL, DATABASE_SCHEMA, DATABASE_POOLER } = loadDatabaseConfig(process.env, { envFile: '.env' })
 if (DATABASE_URL === undefined) {
   console.error('DATABASE_URL is not set: nothing to migrate (cats are kept in memory)')
   process.exit(1)
 }
-const client = await connect(DATABASE_URL)
+const client = await connect(DATABASE_URL, { pooled: DATABASE_POOLER !== 'none' })
 try {
   if (command[0] === 'status') {
     console.log(`version  ${'name'.padEnd(20)}  state`)

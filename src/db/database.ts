@@ -19,8 +19,8 @@ export async function openDatabase (config: Config & { DATABASE_URL: string }, l
   const [{ connect }, { migrate }, { ownSchema }, { storeProbe }] = await Promise.all([
     import('./sql-client.js'), import('./migrations.js'), import('./own-schema.js'), import('./store-probe.js')
   ])
-  const { DATABASE_URL, DATABASE_POOL_SIZE, DATABASE_PREPARED_STATEMENTS, DATABASE_SCHEMA } = config
-  const client = await connect(DATABASE_URL, { poolSize: DATABASE_POOL_SIZE, preparedStatements: DATABASE_PREPARED_STATEMENTS })
+  const { DATABASE_URL, DATABASE_POOL_SIZE, DATABASE_PREPARED_STATEMENTS, DATABASE_SCHEMA, DATABASE_POOLER } = config
+  const client = await connect(DATABASE_URL, { poolSize: DATABASE_POOL_SIZE, preparedStatements: DATABASE_PREPARED_STATEMENTS, pooled: DATABASE_POOLER !== 'none' })
   let schema: string
   try {
     schema = await ownSchema(client, DATABASE_SCHEMA)

@@ -1,6 +1,6 @@
 import { fsyncSync } from 'node:fs'
 import type { PGlite } from '@electric-sql/pglite'
-import type { PoolClient } from 'pg'
+import type { Connection, PoolClient, Query, QueryConfig, QueryResult, QueryResultRow } from 'pg'
 import { importOptionalPeer } from '../optional-peer.js'
 import { lockDirectory } from './directory-lock.js'
 import { inChildSpan, SpanKind, type SpanStart } from '../tracing/spans.js'
@@ -51,6 +51,62 @@ export interface ClientOptions {
   poolSize?: number
   /** Whether NamedStatements are prepared; true unless said otherwise. */
   preparedStatements?: boolean
+  /**
+   * Whether a pooler (PgBouncer) stands between the service and the server, sharing server sessions: no setting is
+   * sent as a start-up parameter (a pooler refuses them) nor kept in a session; the statement timeout is set for
+   * each transaction and each single statement instead. False unless said otherwise.
+   */
+  pooled?: boolean
+}
+
+/** What node-postgres's Query does, beyond its declared types, that a query with a preface builds on. */
+interface QueryInternals {
+  submit: (connection: Connection) => Error | null
+  handleDataRow: (message: unknown) => void
+  handleCommandComplete: (message: unknown, connection: Connection) => void
+}
+
+/** The statement that limits the statements after it, up to the end of their transaction (SET LOCAL's effect). */
+const LOCAL_TIMEOUT = "SELECT set_config('statement_timeout', $1, true)"
+
+/**
+ * Sends `config` behind a preface that sets the statement timeout for its implicit transaction, in the same
+ * extended-protocol message sequence (one Sync, one round trip): Parse, Bind and Execute of LOCAL_TIMEOUT, then the
+ * statement's own, then Sync. PostgreSQL runs the messages up to a Sync as one transaction, so a pooler in
+ * transaction mode keeps them on one server session, and it starts each Execute's timer with the setting then in
+ * force. The preface's row and completion are not the statement's, so they are skipped.
+ */
+function timedQuery<Row extends QueryResultRow> (QueryClass: typeof Query, client: Pick<PoolClient, 'query'>, config: QueryConfig, timeoutMs: number): Promise<QueryResult<Row>> {
+  return new Promise((resolve, reject) => {
+    const base = QueryClass.prototype as unknown as QueryInternals
+    // Extended protocol always: a simple query cannot follow the preface before its Sync.
+    const extended: QueryConfig & { queryMode: 'extended' } = { ...config, queryMode: 'extended' }
+    const query = new QueryClass<Row>(extended)
+    let prefaceAnswered = false
+    const internals: QueryInternals = {
+      submit: (connection) => {
+        // One write for all of it (the statement's own part corks and uncorks inside).
+        connection.stream.cork()
+        try {
+          connection.parse({ name: '', text: LOCAL_TIMEOUT, types: [] }, false)
+          connection.bind({ values: [String(timeoutMs)] }, false)
+          connection.execute(null, false)
+          return base.submit.call(query, connection)
+        } finally {
+          connection.stream.uncork()
+        }
+      },
+      handleDataRow: (message) => { if (prefaceAnswered) base.handleDataRow.call(query, message) },
+      handleCommandComplete: (message, connection) => {
+        if (prefaceAnswered) base.handleCommandComplete.call(query, message, connection)
+        prefaceAnswered = true
+      }
+    }
+    Object.assign(query, internals)
+    query.on('end', resolve)
+    query.on('error', reject)
+    client.query(query)
+  })
 }
 
 /**
@@ -91,30 +147,41 @@ function traced (client: SqlClient): SqlClient {
   }
 }
 
-/** PostgreSQL through a node-postgres pool. */
-export async function postgresClient (connectionString: string, { poolSize = 10, preparedStatements = true }: ClientOptions = {}): Promise<SqlClient> {
+/**
+ * PostgreSQL through a node-postgres pool. Every statement is bounded on the server by statement_timeout (the
+ * operation deadline): connected directly, it is a start-up parameter of each connection, which costs nothing per
+ * statement; `pooled`, it is set for each transaction (`BEGIN; SET LOCAL …`, one simple query, the round trip BEGIN
+ * took anyway) and each single statement (a preface in its own round trip, see timedQuery).
+ */
+export async function postgresClient (connectionString: string, { poolSize = 10, preparedStatements = true, pooled = false }: ClientOptions = {}): Promise<SqlClient> {
   const { default: pg } = await importOptionalPeer('pg', 'DATABASE_URL is set', () => import('pg'))
   const pool = new pg.Pool({
     connectionString,
     max: poolSize,
     connectionTimeoutMillis: 2000,
     idleTimeoutMillis: 10_000,
-    // Bounds a slow statement inside a healthy server; the deadline below bounds everything else.
-    statement_timeout: OPERATION_DEADLINE_MS
+    // Bounds a slow statement inside a healthy server; the deadline below bounds everything else. A pooler refuses
+    // start-up parameters (PgBouncer: "unsupported startup parameter"), and a session setting would outlive the
+    // transaction on a server session it shares: there, it is set per transaction and per statement instead.
+    ...(pooled ? {} : { statement_timeout: OPERATION_DEADLINE_MS })
   })
   // A pooled connection that breaks while idle must not crash the process; the next query reconnects.
   pool.on('error', () => {})
   // A client checked out for a transaction has no pool 'error' listener: a connection lost mid-transaction must not crash the process.
   pool.on('connect', (client) => client.on('error', () => {}))
 
+  const queryConfig = (statement: string | NamedStatement, params?: unknown[]): QueryConfig =>
+    typeof statement === 'string' || !preparedStatements ? { text: typeof statement === 'string' ? statement : statement.text, values: params } : { ...statement, values: params }
+
+  /** Statements inside a transaction, whose timeout is set: as they are. */
   const executor = (client: Pick<PoolClient, 'query'>): SqlExecutor => ({
-    query: async <Row extends Record<string, unknown>>(statement: string | NamedStatement, params?: unknown[]) => {
-      const result = typeof statement === 'string'
-        ? await client.query<Row>(statement, params)
-        : await client.query<Row>(preparedStatements ? { ...statement, values: params } : { text: statement.text, values: params })
-      return result.rows
-    }
+    query: async <Row extends Record<string, unknown>>(statement: string | NamedStatement, params?: unknown[]) =>
+      (await client.query<Row>(queryConfig(statement, params))).rows
   })
+
+  /** A statement on its own: behind a pooler, with its timeout in the same round trip. */
+  const single = async <Row extends Record<string, unknown>>(client: PoolClient, statement: string | NamedStatement, params?: unknown[], timeoutMs = OPERATION_DEADLINE_MS): Promise<Row[]> =>
+    pooled ? (await timedQuery<Row>(pg.Query, client, queryConfig(statement, params), timeoutMs)).rows : await executor(client).query<Row>(statement, params)
 
   /**
    * Runs `work` on a pooled connection with one deadline for all of it,
@@ -148,17 +215,17 @@ export async function postgresClient (connectionString: string, { poolSize = 10,
   }
 
   return traced({
-    query: (statement, params) => withConnection((client) => executor(client).query(statement, params)),
+    query: (statement, params) => withConnection((client) => single(client, statement, params)),
     transaction: (work, timeoutMs = OPERATION_DEADLINE_MS) => withConnection(async (client) => {
-      await client.query('BEGIN')
-      // The connection's statement_timeout is the operation deadline: a longer transaction lifts it for itself.
-      if (timeoutMs !== OPERATION_DEADLINE_MS) await client.query(`SET LOCAL statement_timeout = ${timeoutMs}`)
+      // Directly connected, statement_timeout is the operation deadline: a longer transaction lifts it for itself.
+      // Either way in the round trip of BEGIN (a simple query of two statements).
+      await client.query(pooled || timeoutMs !== OPERATION_DEADLINE_MS ? `BEGIN; SET LOCAL statement_timeout = ${timeoutMs}` : 'BEGIN')
       const result = await work({ ...executor(client), execScript: async (sql) => { await client.query(sql) } })
       await client.query('COMMIT')
       return result
     }, timeoutMs),
     ping: async (timeoutMs, statement = PING) => {
-      await withConnection((client) => client.query(statement), timeoutMs)
+      await withConnection((client) => single(client, statement, undefined, timeoutMs), timeoutMs)
     },
     close: () => pool.end()
   })
