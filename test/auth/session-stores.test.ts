@@ -18,6 +18,7 @@ import { adminClient, freshSchemaName, freshSchemaOn, freshServerSchema, urlWith
 import { pgliteCopy } from '../support/pglite-template.js'
 import { CAP, NO_LIMIT, recordsAfterRotations, REUSE_WINDOW, sessionRecord as session, simultaneousPresenters, windowedPresenters } from '../support/session-store-races.js'
 import { schemaSnapshot, type SchemaReset } from '../support/schema-reset.js'
+import { pgBouncerTarget, pooledClientIn } from '../support/pgbouncer.js'
 
 /**
  * One contract for the denylist and one for the session records, run unchanged
@@ -390,6 +391,15 @@ if (TEST_DATABASE_URL === undefined || TEST_DATABASE_URL === '') {
       t.teardown(() => client.close())
       return client
     })
+  })
+}
+
+// Through Debian's PgBouncer in transaction mode, prepared statements off (its server connections use the schema).
+const bouncerServer = pgBouncerTarget(t, 'the session store tests')
+if (bouncerServer !== undefined) {
+  t.test('PostgreSQL server through PgBouncer in transaction mode', async (t) => {
+    const admin = await adminClient(t, bouncerServer)
+    sqlSuites(t, async (t) => await pooledClientIn(t, bouncerServer, await freshServerSchema(t, admin, 'sessions_test')))
   })
 }
 

@@ -14,6 +14,7 @@ import { adminClient, freshSchemaName, freshServerSchema, urlWithSchema } from '
 import { schemaSnapshot, type SchemaReset } from '../support/schema-reset.js'
 import { conditionalWriteRace } from '../support/conditional-race.js'
 import { pgliteCopy } from '../support/pglite-template.js'
+import { pgBouncerTarget, startPgBouncer } from '../support/pgbouncer.js'
 
 /**
  * One contract for every CatsStore, run unchanged
@@ -23,8 +24,11 @@ import { pgliteCopy } from '../support/pglite-template.js'
 
 /** An empty store with these limits (SQL: the suite's migrated schema, reset); whatever it opens is closed on the test's teardown. */
 type StoreFactory = (t: Test, limits?: StoreLimits, now?: () => number) => Promise<CatsStore & CatObjects>
-/** SQL stores only: a client on a fresh, empty schema that nothing has migrated yet. */
-type SchemaFactory = (t: Test) => Promise<SqlClient>
+/**
+ * SQL stores only: a client on a fresh, empty schema that nothing has migrated yet, and the schema's name when
+ * statements must name it (no search_path chooses it behind a pooler).
+ */
+type SchemaFactory = (t: Test) => Promise<{ client: SqlClient, schema?: string }>
 
 // A key's lock is a PostgreSQL advisory lock, which belongs to the whole database, not to a schema: a scope of
 // this process's own keeps other test files on the same database from holding the contract's keys meanwhile.
@@ -485,15 +489,16 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
   if (openSchema === undefined) return
 
   t.test('migrate is idempotent: twice in a row, and twice at once on an empty schema', async (t) => {
-    const client = await openSchema(t)
-    await Promise.all([migrate(client), migrate(client)])
-    await migrate(client)
-    const store = withObjects(new SqlCatsStore(client))
+    const { client, schema } = await openSchema(t)
+    const migrated = async (): Promise<unknown> => await migrate(client, 'max', schema)
+    await Promise.all([migrated(), migrated()])
+    await migrated()
+    const store = withObjects(new SqlCatsStore(client, NO_LIMITS, { schema }))
     await store.create(cat('A'))
     await store.create(cat('B'))
     await store.remove(1)
-    await migrate(client)
-    await Promise.all([migrate(client), migrate(client)])
+    await migrated()
+    await Promise.all([migrated(), migrated()])
     t.equal(await store.count(), 1, 'the count row is kept')
     t.strictSame(await namesOf(store), ['B'], 'the data is kept')
     t.equal((await store.create(cat('C'))).id, 2)
@@ -506,6 +511,8 @@ interface SqlTarget {
   createSchema: (t: Test) => Promise<string>
   /** A client whose statements run in `schema`; whatever it opens is closed on `t`'s teardown. */
   openOn: (t: Test, schema: string) => Promise<SqlClient>
+  /** Whether the store and the migrations name the schema, as the service does, instead of relying on the search_path. */
+  named?: boolean
 }
 
 /**
@@ -518,19 +525,23 @@ function sqlStores (suite: Test, target: SqlTarget): StoreFactory {
     migrated ??= target.createSchema(suite).then((schema) => ({ schema, reset: undefined }))
     const state = await migrated
     const client = await target.openOn(t, state.schema)
+    const schema = target.named === true ? state.schema : undefined
     if (state.reset === undefined) {
-      await migrate(client)
-      state.reset = await schemaSnapshot(client)
+      await migrate(client, 'max', schema)
+      state.reset = await schemaSnapshot(client, schema)
     } else {
       await state.reset(client)
     }
-    return withObjects(new SqlCatsStore(client, storeLimits, { now }))
+    return withObjects(new SqlCatsStore(client, storeLimits, { now, schema }))
   }
 }
 
 /** The contract over a SQL target; the migration cases get schemas of their own. */
 function sqlContract (t: Test, target: SqlTarget): void {
-  contractSuite(t, sqlStores(t, target), async (t) => await target.openOn(t, await target.createSchema(t)))
+  contractSuite(t, sqlStores(t, target), async (t) => {
+    const schema = await target.createSchema(t)
+    return { client: await target.openOn(t, schema), schema: target.named === true ? schema : undefined }
+  })
 }
 
 // Both open copies of an initialised empty database (creating one from nothing takes seconds more), and open
@@ -603,6 +614,25 @@ if (serverUrl === undefined || serverUrl === '') {
         t.teardown(() => client.close())
         return client
       }
+    })
+  })
+}
+
+// Through Debian's PgBouncer in transaction mode, prepared statements off, every statement naming the schema as
+// the service's do (DATABASE_SCHEMA): a pooler passes no search_path.
+const bouncerServer = pgBouncerTarget(t, 'the contract suite')
+if (bouncerServer !== undefined) {
+  t.test('SqlCatsStore over node-postgres, through PgBouncer in transaction mode to TEST_DATABASE_URL', async (t) => {
+    const admin = await adminClient(t, bouncerServer)
+    const bouncer = await startPgBouncer(t, bouncerServer, 'transaction')
+    sqlContract(t, {
+      createSchema: async (t) => await freshServerSchema(t, admin, 'cats_test'),
+      openOn: async (t) => {
+        const client = await postgresClient(bouncer.url, { pooled: true, preparedStatements: false })
+        t.teardown(() => client.close())
+        return client
+      },
+      named: true
     })
   })
 }

@@ -1,9 +1,11 @@
 import t, { type Test } from 'tap'
+import type pg from 'pg'
 import { withObjects } from '../support/cat-objects.js'
 import { OPERATION_DEADLINE_MS, pgliteClient, postgresClient, type SqlClient } from '../../src/db/sql-client.js'
 import { SqlCatsStore } from '../../src/cats/sql-cats-store.js'
 import { migrate, MIGRATION_LOCK, migrationStatus, MIGRATIONS_TABLE } from '../../src/db/migrations.js'
 import { adminClient, freshSchemaName, freshServerSchema, urlWithSchema } from '../support/sql-schemas.js'
+import { pgBouncerTarget, pooledClientIn } from '../support/pgbouncer.js'
 import { pgliteCopy } from '../support/pglite-template.js'
 
 /**
@@ -183,52 +185,64 @@ t.test('PGlite in process (pglite://<directory>)', async (t) => {
   })
 })
 
+/**
+ * The server runs: `openIn` opens a client (closed on teardown) whose statements run in the schema, in FAR_ZONE.
+ */
+function serverSuite (t: Test, serverUrl: string, admin: pg.Client, openIn: (t: Test, schema: string) => Promise<SqlClient>): void {
+  const freshSchema = async (t: Test): Promise<string> => await freshServerSchema(t, admin, 'cats_test')
+
+  migrationSuite(t, async (t) => openIn(t, await freshSchema(t)))
+
+  t.test('two instances migrating at once apply each migration once', async (t) => {
+    // Several rounds, each on a fresh schema, so the two runs really overlap at least once.
+    for (let round = 1; round <= 3; round++) {
+      const schema = await freshSchema(t)
+      const [first, second] = await Promise.all([openIn(t, schema), openIn(t, schema)])
+      const results = await Promise.all([migrate(first), migrate(second)])
+      t.strictSame(results.map((applied) => applied.length).sort(), [0, all.length], `round ${round}: one instance applied them, the other found them done`)
+      const rows = await first.query<{ version: number }>(`SELECT version::integer AS version FROM ${MIGRATIONS_TABLE} WHERE version > 0 ORDER BY version`)
+      t.strictSame(rows, all.map(({ version }) => ({ version })), `round ${round}: each recorded once`)
+      t.equal(await withObjects(new SqlCatsStore(second)).count(), 0)
+    }
+  })
+
+  t.test('an instance waits for another one\'s migrations past a request\'s deadline, then starts', async (t) => {
+    // Another instance migrating: a transaction holding the migration lock for longer than a request may take.
+    const schema = await freshServerSchema(t, admin, 'cats_test')
+    const other = await adminClient(t, serverUrl)
+    await other.query('BEGIN')
+    await other.query(MIGRATION_LOCK, [schema])
+    // The lock is the schema's: a deployment in another schema does not wait for it.
+    t.strictSame(await migrate(await openIn(t, await freshSchema(t))), all, 'another schema migrates meanwhile')
+    const client = await openIn(t, schema)
+    const started = Date.now()
+    const migrating = migrate(client).then((applied) => ({ applied }), (error: unknown) => ({ error: String(error) }))
+    const holdMs = OPERATION_DEADLINE_MS + 1000
+    await new Promise((resolve) => setTimeout(resolve, holdMs))
+    await other.query('COMMIT')
+    t.strictSame(await migrating, { applied: all }, 'every migration applied once the lock was free')
+    t.ok(Date.now() - started >= holdMs, 'after waiting for it')
+  })
+}
+
 const serverUrl = process.env.TEST_DATABASE_URL
 if (serverUrl === undefined || serverUrl === '') {
   t.comment('TEST_DATABASE_URL is not set: the PostgreSQL server runs of the migration tests were skipped')
 } else {
   t.test('the PostgreSQL server at TEST_DATABASE_URL', async (t) => {
-    const admin = await adminClient(t, serverUrl)
-    /** A fresh schema, dropped on teardown, and a URL whose connections use it in FAR_ZONE. */
-    const freshSchema = async (t: Test): Promise<string> => urlIn(await freshServerSchema(t, admin, 'cats_test'))
-    const urlIn = (schema: string): string => urlWithSchema(serverUrl, schema, { timezone: FAR_ZONE })
-    const open = async (t: Test, url: string): Promise<SqlClient> => {
-      const client = await postgresClient(url)
+    serverSuite(t, serverUrl, await adminClient(t, serverUrl), async (t, schema) => {
+      const client = await postgresClient(urlWithSchema(serverUrl, schema, { timezone: FAR_ZONE }))
       t.teardown(() => client.close())
       return client
-    }
-
-    migrationSuite(t, async (t) => open(t, await freshSchema(t)))
-
-    t.test('two instances migrating at once apply each migration once', async (t) => {
-      // Several rounds, each on a fresh schema, so the two runs really overlap at least once.
-      for (let round = 1; round <= 3; round++) {
-        const url = await freshSchema(t)
-        const [first, second] = await Promise.all([open(t, url), open(t, url)])
-        const results = await Promise.all([migrate(first), migrate(second)])
-        t.strictSame(results.map((applied) => applied.length).sort(), [0, all.length], `round ${round}: one instance applied them, the other found them done`)
-        const rows = await first.query<{ version: number }>(`SELECT version::integer AS version FROM ${MIGRATIONS_TABLE} WHERE version > 0 ORDER BY version`)
-        t.strictSame(rows, all.map(({ version }) => ({ version })), `round ${round}: each recorded once`)
-        t.equal(await withObjects(new SqlCatsStore(second)).count(), 0)
-      }
     })
+  })
+}
 
-    t.test('an instance waits for another one\'s migrations past a request\'s deadline, then starts', async (t) => {
-      // Another instance migrating: a transaction holding the migration lock for longer than a request may take.
-      const schema = await freshServerSchema(t, admin, 'cats_test')
-      const other = await adminClient(t, serverUrl)
-      await other.query('BEGIN')
-      await other.query(MIGRATION_LOCK, [schema])
-      // The lock is the schema's: a deployment in another schema does not wait for it.
-      t.strictSame(await migrate(await open(t, await freshSchema(t))), all, 'another schema migrates meanwhile')
-      const client = await open(t, urlIn(schema))
-      const started = Date.now()
-      const migrating = migrate(client).then((applied) => ({ applied }), (error: unknown) => ({ error: String(error) }))
-      const holdMs = OPERATION_DEADLINE_MS + 1000
-      await new Promise((resolve) => setTimeout(resolve, holdMs))
-      await other.query('COMMIT')
-      t.strictSame(await migrating, { applied: all }, 'every migration applied once the lock was free')
-      t.ok(Date.now() - started >= holdMs, 'after waiting for it')
-    })
+// Through Debian's PgBouncer in transaction mode, prepared statements off: the search_path and time zone are
+// those of its server connections (a pooler passes neither from the client).
+const bouncerServer = pgBouncerTarget(t, 'the migration tests')
+if (bouncerServer !== undefined) {
+  t.test('through PgBouncer in transaction mode to TEST_DATABASE_URL', async (t) => {
+    serverSuite(t, bouncerServer, await adminClient(t, bouncerServer), async (t, schema) => await pooledClientIn(t, bouncerServer, schema, `timezone=${FAR_ZONE}`))
   })
 }

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Test } from 'tap'
+import { postgresClient, type SqlClient } from '../../src/db/sql-client.js'
 import { closedPort } from './ports.js'
 
 /**
@@ -55,8 +56,13 @@ async function listening (port: number, child: ChildProcess, log: () => string):
   throw new Error(`pgbouncer did not listen on 127.0.0.1:${port} within 10 s: ${log()}`)
 }
 
-/** Starts PgBouncer in `mode` in front of `serverUrl`'s database; stopped (SIGTERM to its PID, then SIGKILL) on `t`'s teardown. */
-export async function startPgBouncer (t: Test, serverUrl: string, mode: PoolMode = 'transaction', settings: Record<string, string> = {}): Promise<PgBouncer> {
+/**
+ * Starts PgBouncer in `mode` in front of `serverUrl`'s database; stopped (SIGTERM to its PID, then SIGKILL) on `t`'s
+ * teardown. With `searchPath`, each server connection it opens sets it (`connect_query`), as a deployment whose
+ * role has a default search_path: for suites whose statements do not name their schema. `serverParams` adds
+ * settings of its [databases] entry (e.g. `timezone=…`).
+ */
+export async function startPgBouncer (t: Test, serverUrl: string, mode: PoolMode = 'transaction', settings: Record<string, string> = {}, searchPath?: string, serverParams = ''): Promise<PgBouncer> {
   const found = findPgBouncer()
   if ('missing' in found) throw new Error(found.missing)
   const server = new URL(serverUrl)
@@ -78,7 +84,8 @@ export async function startPgBouncer (t: Test, serverUrl: string, mode: PoolMode
     pool_mode: mode,
     ...settings
   }
-  const target = `host=${server.hostname} port=${server.port === '' ? '5432' : server.port} dbname=${database} user=${user}`
+  const connectQuery = searchPath === undefined ? '' : ` connect_query='SET search_path TO ${searchPath}'`
+  const target = `host=${server.hostname} port=${server.port === '' ? '5432' : server.port} dbname=${database} user=${user}${connectQuery}${serverParams === '' ? '' : ` ${serverParams}`}`
   writeFileSync(config, [
     '[databases]', `${database} = ${target}`, '[pgbouncer]', ...Object.entries(options).map(([name, value]) => `${name} = ${value}`), ''
   ].join('\n'))
@@ -130,4 +137,12 @@ export function pgBouncerTarget (t: Test, what: string): string | undefined {
     return undefined
   }
   return serverUrl
+}
+
+/** A pooled client (prepared statements off) through a PgBouncer of its own in transaction mode whose server sessions use `schema`; closed on teardown. */
+export async function pooledClientIn (t: Test, serverUrl: string, schema: string, serverParams = ''): Promise<SqlClient> {
+  const bouncer = await startPgBouncer(t, serverUrl, 'transaction', {}, schema, serverParams)
+  const client = await postgresClient(bouncer.url, { pooled: true, preparedStatements: false })
+  t.teardown(() => client.close())
+  return client
 }
