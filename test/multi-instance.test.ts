@@ -1,6 +1,7 @@
 import t from 'tap'
 import { randomBytes } from 'node:crypto'
 import { fetchKeepAlive } from './support/server.js'
+import { pgBouncerTarget, startPgBouncer } from './support/pgbouncer.js'
 import { accountsFile, call, checkTwoServersAsOne, randomAddress, startServer, stopServer, type Answer, type Running } from './support/instances.js'
 
 // Two compiled servers against the same storage: what one process cannot show. PostgreSQL and Redis parts run
@@ -18,6 +19,14 @@ if (TEST_DATABASE_URL === undefined) {
   const databaseUrl = TEST_DATABASE_URL
   t.test('two servers on one PostgreSQL database act as one service', async (t) => {
     await checkTwoServersAsOne(t, databaseUrl, { creates: 20, races: 10 }, idleStop)
+  })
+}
+
+const bouncerServer = pgBouncerTarget(t, 'the multi-instance PostgreSQL test')
+if (bouncerServer !== undefined) {
+  t.test('two servers on one PostgreSQL database through PgBouncer in transaction mode act as one service', async (t) => {
+    const bouncer = await startPgBouncer(t, bouncerServer, 'transaction')
+    await checkTwoServersAsOne(t, bouncerServer, { creates: 20, races: 10, pooledUrl: bouncer.url }, idleStop)
   })
 }
 

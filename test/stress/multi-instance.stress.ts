@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { urlWithSchema } from '../support/sql-schemas.js'
 import { fetchKeepAlive } from '../support/server.js'
+import { pgBouncerTarget, startPgBouncer } from '../support/pgbouncer.js'
 import { call, checkDurability, checkTwoServersAsOne, freshSchema, mapLimit, range, startServer, stopServer } from '../support/instances.js'
 
 // Compiled servers stopped or killed in the middle of traffic, from test/multi-instance.test.ts: every create
@@ -37,6 +38,14 @@ if (TEST_DATABASE_URL === undefined) {
   const databaseUrl = TEST_DATABASE_URL
   t.test('two servers on one PostgreSQL database act as one service: 200 creates at once, 100 conditional-write races', async (t) => {
     await checkTwoServersAsOne(t, databaseUrl, { creates: 200, races: 100 }, fetchKeepAlive.none)
+  })
+}
+
+const bouncerServer = pgBouncerTarget(t, 'the full-size one-service test')
+if (bouncerServer !== undefined) {
+  t.test('two servers through PgBouncer in transaction mode act as one service: 200 creates at once, 100 conditional-write races', async (t) => {
+    const bouncer = await startPgBouncer(t, bouncerServer, 'transaction')
+    await checkTwoServersAsOne(t, bouncerServer, { creates: 200, races: 100, pooledUrl: bouncer.url }, fetchKeepAlive.none)
   })
 }
 

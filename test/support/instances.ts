@@ -238,6 +238,11 @@ export interface OneServiceRun {
   creates: number
   /** Races of two conditional writes with the same If-Match, one through each server. */
   races: number
+  /**
+   * A pooler's URL of the same database (PgBouncer in transaction mode): the servers reach it through that, with
+   * DATABASE_SCHEMA, DATABASE_POOLER=transaction and prepared statements off.
+   */
+  pooledUrl?: string
 }
 
 /**
@@ -245,10 +250,13 @@ export interface OneServiceRun {
  * 1..creates, both list the same cats, one cat's life is split between them, a token of one opens the other, and
  * of two conditional writes with the same If-Match exactly one wins. Both stop with exit code 0 on SIGTERM.
  */
-export async function checkTwoServersAsOne (t: Test, databaseUrl: string, { creates, races }: OneServiceRun, env: Record<string, string> = {}): Promise<void> {
+export async function checkTwoServersAsOne (t: Test, databaseUrl: string, { creates, races, pooledUrl }: OneServiceRun, env: Record<string, string> = {}): Promise<void> {
   const { schema, db } = await freshSchema(t, databaseUrl)
   const user = await usersFile(t)
-  const serverEnv = { DATABASE_URL: urlWithSchema(databaseUrl, schema), USERS_FILE: user.file, ...env }
+  const database: Record<string, string> = pooledUrl === undefined
+    ? { DATABASE_URL: urlWithSchema(databaseUrl, schema) }
+    : { DATABASE_URL: pooledUrl, DATABASE_SCHEMA: schema, DATABASE_POOLER: 'transaction', DATABASE_PREPARED_STATEMENTS: 'false' }
+  const serverEnv = { ...database, USERS_FILE: user.file, ...env }
   const [a, b] = await Promise.all([startServer(t, serverEnv), startServer(t, serverEnv)])
   t.not(a.base, b.base, 'two processes on two ports')
 
