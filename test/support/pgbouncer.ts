@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { Test } from 'tap'
 import { postgresClient, type SqlClient } from '../../src/db/sql-client.js'
 import { closedPort } from './ports.js'
+import pg from 'pg'
 
 /**
  * Debian's PgBouncer (`apt-get install pgbouncer`, which .ci/run does), started by a test as a child process on
@@ -121,6 +122,12 @@ export async function startPgBouncer (t: Test, serverUrl: string, mode: PoolMode
   const url = new URL(serverUrl)
   url.hostname = '127.0.0.1'
   url.port = String(port)
+  // One statement through it before any test's own: PgBouncer opens its first server connection then, which on a
+  // busy machine can take a good part of the service's 3 s deadline that the test's first statement would have.
+  const warmUp = new pg.Client({ connectionString: url.href, connectionTimeoutMillis: 30_000 })
+  await warmUp.connect()
+  await warmUp.query('SELECT 1')
+  await warmUp.end()
   return { url: url.href, log, pid: child.pid ?? 0 }
 }
 
