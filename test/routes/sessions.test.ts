@@ -277,7 +277,7 @@ function sessionSuite (t: Test, instances: Instances): void {
   })
 
   t.test('unknown, malformed and expired refresh tokens get 401; a body without one gets 400', async (t) => {
-    const app = await instances(t)({ ...REFRESH_ON, REFRESH_TOKEN_TTL: '1s' })
+    const app = await instances(t)({ ...REFRESH_ON, REFRESH_TOKEN_TTL: '1s', JWT_EXPIRES_IN: '1s' })
     refusedRefresh(t, await refresh(app, randomBytes(32).toString('base64url')), 'unknown')
     refusedRefresh(t, await refresh(app, 'not a refresh token'), 'malformed')
     refusedRefresh(t, await refresh(app, (await login(app)).access_token), 'an access token')
