@@ -140,7 +140,11 @@ const ConfigProperties = {
     description: 'Logins in line for a login slot in each instance (a login waits, up to 2 s, while logins of its username and address in progress hold every slot); past it 503 with Retry-After'
   }),
   REFRESH_TOKENS: Type.Boolean({ default: false, description: '`true`: login also returns a `refresh_token`, exchanged at `POST /auth/refresh` (see Sessions)' }),
-  REFRESH_TOKEN_TTL: Type.String({ ...Duration, default: '30d', description: 'Lifetime of a refresh token: a whole number and `s`, `m`, `h` or `d`' }),
+  REFRESH_TOKEN_TTL: Type.String({
+    ...Duration,
+    default: '30d',
+    description: 'Lifetime of a refresh token: a whole number and `s`, `m`, `h` or `d`; with `REFRESH_TOKENS=true`, at least `JWT_EXPIRES_IN`'
+  }),
   REFRESH_REUSE_WINDOW: Type.String({
     pattern: '^(0|[1-9]s|[1-5][0-9]s|60s|1m)$',
     default: '10s',
