@@ -141,7 +141,11 @@ const ConfigProperties = {
     description: 'Logins in line for a login slot in each instance (a login waits, up to 2 s, while logins of its username and address in progress hold every slot); past it 503 with Retry-After'
   }),
   REFRESH_TOKENS: Type.Boolean({ default: false, description: '`true`: login also returns a `refresh_token`, exchanged at `POST /auth/refresh` (see Sessions)' }),
-  REFRESH_TOKEN_TTL: Type.String({ ...Duration, default: '30d', description: 'Lifetime of a refresh token: a whole number and `s`, `m`, `h` or `d`' }),
+  REFRESH_TOKEN_TTL: Type.String({
+    ...Duration,
+    default: '30d',
+    description: 'Lifetime of a refresh token: a whole number and `s`, `m`, `h` or `d`; with `REFRESH_TOKENS=true`, at least `JWT_EXPIRES_IN`'
+  }),
   REFRESH_REUSE_WINDOW: Type.String({
     pattern: '^(0|[1-9]s|[1-5][0-9]s|60s|1m)$',
     default: '10s',
@@ -193,11 +197,25 @@ const dotenvOption = (envFile: string | undefined): false | { path: string } => 
  * variable, e.g. `env/JWT_SECRET must NOT have fewer than 32 characters`.
  */
 export function loadConfig (source: Record<string, unknown>, { envFile }: ConfigSources = {}): Config {
+  let config: Config
   try {
-    return envSchema<Config>({ schema: ConfigSchema, data: { ...source }, env: false, dotenv: dotenvOption(envFile) })
+    config = envSchema<Config>({ schema: ConfigSchema, data: { ...source }, env: false, dotenv: dotenvOption(envFile) })
   } catch (error) {
     throw inWords(error)
   }
+  checkLifetimes(config)
+  return config
+}
+
+/**
+ * A session is listed, and can be ended by its owner, as long as its record lives, which is as long as its refresh
+ * token: a refresh token shorter-lived than the access token issued with it would let a session drop out of the
+ * list while that access token still works (D42). Such a setting is refused.
+ */
+function checkLifetimes ({ REFRESH_TOKENS, REFRESH_TOKEN_TTL, JWT_EXPIRES_IN }: Config): void {
+  if (!REFRESH_TOKENS || durationToSeconds(REFRESH_TOKEN_TTL) >= durationToSeconds(JWT_EXPIRES_IN)) return
+  throw new Error(`env/REFRESH_TOKEN_TTL (${REFRESH_TOKEN_TTL}) must not be shorter than env/JWT_EXPIRES_IN (${JWT_EXPIRES_IN}) ` +
+    'when REFRESH_TOKENS is on: a session must stay listed, and endable, while its access tokens work')
 }
 
 /**

@@ -264,3 +264,14 @@ t.test('envFile: a .env file fills in what the source does not set, and the sour
   t.strictSame(loadDatabaseConfig({ DATABASE_URL: 'pglite://memory' }, { envFile }), { DATABASE_URL: 'pglite://memory' })
   t.equal(loadConfig({ JWT_SECRET: SECRET }, { envFile: join(dir, 'missing.env') }).PORT, 3000, 'a missing file is no error')
 })
+
+t.test('with refresh tokens, a REFRESH_TOKEN_TTL shorter than JWT_EXPIRES_IN is refused, naming both (D42)', async (t) => {
+  const message = configError({ JWT_SECRET: SECRET, REFRESH_TOKENS: 'true', REFRESH_TOKEN_TTL: '30m', JWT_EXPIRES_IN: '1h' })
+  t.match(message, /REFRESH_TOKEN_TTL \(30m\)/, 'names the refresh token\'s lifetime')
+  t.match(message, /JWT_EXPIRES_IN \(1h\)/, 'and the access token\'s')
+  t.match(configError({ JWT_SECRET: SECRET, REFRESH_TOKENS: 'true', REFRESH_TOKEN_TTL: '59s', JWT_EXPIRES_IN: '1m' }), /REFRESH_TOKEN_TTL/, 'by a second')
+  t.equal(loadConfig({ JWT_SECRET: SECRET, REFRESH_TOKENS: 'true', REFRESH_TOKEN_TTL: '60m', JWT_EXPIRES_IN: '1h' }).REFRESH_TOKEN_TTL, '60m', 'equal lifetimes')
+  t.equal(loadConfig({ JWT_SECRET: SECRET, REFRESH_TOKENS: 'true', JWT_EXPIRES_IN: '7d' }).JWT_EXPIRES_IN, '7d', 'the default 30d is longer')
+  t.equal(loadConfig({ JWT_SECRET: SECRET, REFRESH_TOKEN_TTL: '1m', JWT_EXPIRES_IN: '1h' }).REFRESH_TOKEN_TTL, '1m',
+    'without refresh tokens a session lives as long as its one access token, whatever REFRESH_TOKEN_TTL says')
+})

@@ -24,6 +24,7 @@ import { clientAddress } from '../../src/http/client-address.js'
 import { mapMaybePromise, type MaybePromise } from '../../src/maybe-promise.js'
 import type { FieldError } from '../../src/http/validation-issues.js'
 import { serviceDecorator } from '../../src/service-scope.js'
+import { userKey } from '../../src/auth/user-key.js'
 import { verifiedOf } from '../../src/auth/token-guard.js'
 
 const cats: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -112,7 +113,7 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
     if (key === undefined) return catsStore.createJson(request.body)
     const { name, age, breed } = request.body
     // Per user when creates need a token, so one user's key never answers another's request.
-    const user = tokenRequired ? String(verifiedOf(request).identity.userId) : undefined
+    const user = tokenRequired ? userKey(verifiedOf(request).identity.userId) : undefined
     const result = catsStore.createOnce(request.body, {
       scope: user ?? '',
       key,

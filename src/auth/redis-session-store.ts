@@ -1,7 +1,10 @@
 import type { Redis, Result, ClientContext } from 'ioredis'
 import type { DependencyStatus } from '../dependency-status.js'
 import type { UserId } from './schemas.js'
-import { DEFAULT_ENDED_KEEP_MS, SKEW_MARGIN_MS, sessionStoreCall, userKey, type RefreshLimit, type Rotation, type SessionRecord, type SessionStore } from './session-store.js'
+import {
+  DEFAULT_ENDED_KEEP_MS, SKEW_MARGIN_MS, sessionStoreCall, type RefreshLimit, type Rotation, type SessionRecord, type SessionStore, type StartOutcome
+} from './session-store.js'
+import { userKey } from './user-key.js'
 
 // A session is one hash, which Redis deletes a margin after its last token expires; each user has a sorted set of
 // their session ids by creation, kept as long as their latest session. Each operation is one script, so rotations
@@ -26,14 +29,12 @@ end
 
 /**
  * KEYS: the session, the user's set. ARGV: the session's fields (id, user, username, created, address, user agent,
- * expiry), the cap, the prefix of session keys, how long an ended session is kept, the margin. Answers the ids of
- * the sessions it ended.
+ * expiry), the cap, the prefix of session keys, how long an ended session is kept, the margin, then the ids denied
+ * already. Ends the live sessions beyond the cap once each is among those denied: answers 'started' and the ids it
+ * ended; otherwise writes nothing and answers 'undenied' and the ids that were not.
  */
 const START = `${END_SESSION}
 local margin = tonumber(ARGV[11])
-redis.call('HSET', KEYS[1], 'user', ARGV[2], 'username', ARGV[3], 'gen', 0, 'rot', 0, 'created', ARGV[4], 'last', ARGV[4],
-  'address', ARGV[5], 'ua', ARGV[6], 'exp', ARGV[7], 'ws', 0, 'wc', 0, 'ended', 0)
-redis.call('PEXPIREAT', KEYS[1], tonumber(ARGV[7]) + margin)
 local live = {}
 for _, id in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
   local key = ARGV[9] .. id
@@ -43,14 +44,25 @@ for _, id in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
     table.insert(live, id)
   end
 end
+local denied = {}
+for i = 12, #ARGV do denied[ARGV[i]] = true end
+local over, undenied = {}, {'undenied'}
+for i = 1, #live - (tonumber(ARGV[8]) - 1) do
+  table.insert(over, live[i])
+  if not denied[live[i]] then table.insert(undenied, live[i]) end
+end
+if #undenied > 1 then return undenied end
+redis.call('HSET', KEYS[1], 'user', ARGV[2], 'username', ARGV[3], 'gen', 0, 'rot', 0, 'created', ARGV[4], 'last', ARGV[4],
+  'address', ARGV[5], 'ua', ARGV[6], 'exp', ARGV[7], 'ws', 0, 'wc', 0, 'ended', 0)
+redis.call('PEXPIREAT', KEYS[1], tonumber(ARGV[7]) + margin)
 redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
 if redis.call('PEXPIRETIME', KEYS[2]) == -1 then redis.call('PEXPIREAT', KEYS[2], tonumber(ARGV[7]) + margin) end
 keepSet(KEYS[2], tonumber(ARGV[7]) + margin)
-local ended = {}
-for i = 1, #live - (tonumber(ARGV[8]) - 1) do
-  endSession(ARGV[9] .. live[i], tonumber(ARGV[4]) + tonumber(ARGV[10]), margin)
-  redis.call('ZREM', KEYS[2], live[i])
-  table.insert(ended, live[i])
+local ended = {'started'}
+for _, id in ipairs(over) do
+  endSession(ARGV[9] .. id, tonumber(ARGV[4]) + tonumber(ARGV[10]), margin)
+  redis.call('ZREM', KEYS[2], id)
+  table.insert(ended, id)
 end
 return ended
 `
@@ -103,21 +115,24 @@ endSession(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]))
 `
 
 /**
- * KEYS: the user's set. ARGV: the prefix of session keys, now, then what to do: 'list'; 'end' and an id; 'others'
- * and the id to keep, with how long an ended session is kept from now and the margin. Walks the user's live
- * sessions oldest first: 'list' answers each as its id and FIELDS, 'end' ends the one id when it is among them
- * (answering it), 'others' ends all but one (answering their ids).
+ * KEYS: the user's set. ARGV: the prefix of session keys, now, then what to do: 'list'; or 'end', how long an ended
+ * session is kept from now, the margin and the ids to end. Walks the user's live sessions oldest first: 'list'
+ * answers each as its id and FIELDS, 'end' ends those among the ids (answering their ids).
  */
 const USER_SESSIONS = `${END_SESSION}
 local prefix, now, action = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local wanted = {}
+if action == 'end' then
+  for i = 6, #ARGV do wanted[ARGV[i]] = true end
+end
 local answer = {}
 for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
   local s = redis.call('HMGET', prefix .. id, 'ended', 'exp')
   if s[1] == '0' and tonumber(s[2]) > now then
     if action == 'list' then
       table.insert(answer, {id, unpack(redis.call('HMGET', prefix .. id, ${FIELDS.map((field) => `'${field}'`).join(', ')}))})
-    elseif (action == 'end' and id == ARGV[4]) or (action == 'others' and id ~= ARGV[4]) then
-      endSession(prefix .. id, now + tonumber(ARGV[5]), tonumber(ARGV[6]))
+    elseif wanted[id] then
+      endSession(prefix .. id, now + tonumber(ARGV[4]), tonumber(ARGV[5]))
       redis.call('ZREM', KEYS[1], id)
       table.insert(answer, id)
     end
@@ -175,12 +190,13 @@ export class RedisSessionStore implements SessionStore {
     this.#endedKeepMs = endedKeepMs
   }
 
-  async start (session: SessionRecord, maxPerUser: number): Promise<string[]> {
-    return sessionStoreCall(this.#status, () => this.#redis.sessionStart(
+  async start (session: SessionRecord, maxPerUser: number, denied: readonly string[] = []): Promise<StartOutcome> {
+    const [outcome, ...ids] = await sessionStoreCall(this.#status, () => this.#redis.sessionStart(
       this.#sessionKey(session.id), this.#userSetKey(userKey(session.userId)),
       session.id, userKey(session.userId), session.username, session.createdMs, session.address, session.userAgent,
-      session.expiresMs, maxPerUser, this.#sessionKey(''), this.#endedKeepMs, SKEW_MARGIN_MS
+      session.expiresMs, maxPerUser, this.#sessionKey(''), this.#endedKeepMs, SKEW_MARGIN_MS, ...denied
     ))
+    return outcome === 'started' ? { started: true, ended: ids } : { started: false, undenied: ids }
   }
 
   async rotate (id: string, presented: number, nowMs: number, nextExpiresMs: number, limit: RefreshLimit): Promise<Rotation> {
@@ -204,16 +220,9 @@ export class RedisSessionStore implements SessionStore {
     return (sessions as string[][]).map(([id, ...fields]) => recordOf(id, fields))
   }
 
-  async endOf (userId: UserId, id: string, nowMs: number): Promise<boolean> {
+  async endEach (userId: UserId, ids: readonly string[], nowMs: number): Promise<string[]> {
     const ended = await sessionStoreCall(this.#status, () => this.#redis.userSessions(
-      this.#userSetKey(userKey(userId)), this.#sessionKey(''), nowMs, 'end', id, this.#endedKeepMs, SKEW_MARGIN_MS
-    ))
-    return ended.length > 0
-  }
-
-  async endOthers (userId: UserId, keepId: string, nowMs: number): Promise<string[]> {
-    const ended = await sessionStoreCall(this.#status, () => this.#redis.userSessions(
-      this.#userSetKey(userKey(userId)), this.#sessionKey(''), nowMs, 'others', keepId, this.#endedKeepMs, SKEW_MARGIN_MS
+      this.#userSetKey(userKey(userId)), this.#sessionKey(''), nowMs, 'end', this.#endedKeepMs, SKEW_MARGIN_MS, ...ids
     ))
     return ended as string[]
   }

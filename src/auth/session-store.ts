@@ -2,6 +2,7 @@ import type { UserId } from './schemas.js'
 import { reported, type DependencyStatus } from '../dependency-status.js'
 import { SessionStoreUnavailable } from '../errors.js'
 import { MAX_ISSUED_AHEAD_SECONDS } from './token-claims.js'
+import { userKey } from './user-key.js'
 
 /**
  * One login and every token refreshed from it. The record is what every
@@ -56,12 +57,22 @@ export type Rotation =
   | { outcome: 'refused' }
 
 /**
+ * What recording a new session did: started it, ending the sessions over the cap; or nothing at all, because some of
+ * the sessions the cap would end were not denied first (`undenied`: deny them, then start again).
+ */
+export type StartOutcome = { started: true, ended: string[] } | { started: false, undenied: string[] }
+
+/**
  * Where the session records live: the database, Redis or this process's memory. Each store keeps an ended
  * session for `endedKeepMs` (given at construction: the access-token lifetime plus the skew margin).
  */
 export interface SessionStore {
-  /** Records a new session, then ends the user's oldest live sessions beyond `maxPerUser` (never the new one); answers the ids it ended. */
-  start: (session: SessionRecord, maxPerUser: number) => Promise<string[]>
+  /**
+   * Records a new session and ends the user's oldest live sessions beyond `maxPerUser` (never the new one), when each
+   * of those is among `denied` (their access tokens denied already); otherwise records nothing and answers the ones
+   * that are not. An ending is never written before its denial, so a denial that fails is tried again.
+   */
+  start: (session: SessionRecord, maxPerUser: number, denied?: readonly string[]) => Promise<StartOutcome>
   /**
    * Rotates the session when `presented` is its current generation, atomically with every other
    * rotation and ending of it: of two presenters of one token, one rotates and the other is a reuse.
@@ -71,10 +82,8 @@ export interface SessionStore {
   end: (id: string) => Promise<void>
   /** The user's live sessions (not ended, not expired), oldest first. */
   list: (userId: UserId, nowMs: number) => Promise<SessionRecord[]>
-  /** Ends the session when it is a live one of this user; answers whether it was. */
-  endOf: (userId: UserId, id: string, nowMs: number) => Promise<boolean>
-  /** Ends every live session of the user but `keepId`; answers the ids it ended. */
-  endOthers: (userId: UserId, keepId: string, nowMs: number) => Promise<string[]>
+  /** Ends those of `ids` that are live sessions of this user; answers the ids it ended. */
+  endEach: (userId: UserId, ids: readonly string[], nowMs: number) => Promise<string[]>
   close: () => Promise<void>
 }
 
@@ -133,9 +142,6 @@ export function outcomeOf (decision: Decision): Rotation {
   }
 }
 
-/** A user's key in the per-user indexes: the id as JSON, so the number 1 and the string "1" are two users. */
-export const userKey = (userId: UserId): string => JSON.stringify(userId)
-
 /** How often expired sessions are swept from memory. */
 const SWEEP_INTERVAL_MS = 60_000
 
@@ -158,20 +164,18 @@ export class MemorySessionStore implements SessionStore {
     return this.#sessions.size
   }
 
-  async start (session: SessionRecord, maxPerUser: number): Promise<string[]> {
+  async start (session: SessionRecord, maxPerUser: number, denied: readonly string[] = []): Promise<StartOutcome> {
     const key = userKey(session.userId)
     const ids = this.#byUser.get(key) ?? new Set<string>()
+    // Oldest first: those beyond the newest maxPerUser - 1 make way for the new one (the cap is at least 1).
+    const over = [...ids].slice(0, Math.max(0, ids.size + 1 - maxPerUser))
+    const undenied = over.filter((id) => !denied.includes(id))
+    if (undenied.length > 0) return { started: false, undenied }
     this.#byUser.set(key, ids)
     this.#sessions.set(session.id, session)
     ids.add(session.id)
-    const ended: string[] = []
-    // Oldest first, and the new session last: it is never reached, since the cap is at least 1.
-    for (const id of ids) {
-      if (ids.size <= maxPerUser) break
-      this.#end(id, session.createdMs)
-      ended.push(id)
-    }
-    return ended
+    for (const id of over) this.#end(id, session.createdMs)
+    return { started: true, ended: over }
   }
 
   async rotate (id: string, presented: number, nowMs: number, nextExpiresMs: number, limit: RefreshLimit): Promise<Rotation> {
@@ -191,16 +195,10 @@ export class MemorySessionStore implements SessionStore {
     return listed.filter((session) => session.expiresMs > nowMs)
   }
 
-  async endOf (userId: UserId, id: string, nowMs: number): Promise<boolean> {
-    const mine = (await this.list(userId, nowMs)).some((session) => session.id === id)
-    if (mine) this.#end(id, nowMs)
-    return mine
-  }
-
-  async endOthers (userId: UserId, keepId: string, nowMs: number): Promise<string[]> {
-    const others = (await this.list(userId, nowMs)).map((session) => session.id).filter((id) => id !== keepId)
-    for (const id of others) this.#end(id, nowMs)
-    return others
+  async endEach (userId: UserId, ids: readonly string[], nowMs: number): Promise<string[]> {
+    const ended = (await this.list(userId, nowMs)).map((session) => session.id).filter((id) => ids.includes(id))
+    for (const id of ended) this.#end(id, nowMs)
+    return ended
   }
 
   /** Removes the sessions whose last token has expired (with the margin). */

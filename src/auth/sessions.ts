@@ -94,8 +94,16 @@ export class Sessions {
       windowCount: 0,
       ended: false
     }
-    const ended = await store.start(session, maxPerUser)
-    for (const id of ended) await this.#deny(id)
+    // The sessions the cap ends are denied before they end (D42): should a denial fail, nothing has ended, and
+    // the retry denies them again; should the start fail after them, a retry or their own next refresh ends them.
+    const denied: string[] = []
+    let outcome = await store.start(session, maxPerUser)
+    while (!outcome.started) {
+      for (const id of outcome.undenied) await this.#deny(id)
+      denied.push(...outcome.undenied)
+      outcome = await store.start(session, maxPerUser, denied)
+    }
+    const { ended } = outcome
     this.#options.events?.started()
     if (ended.length > 0) this.#options.events?.ended('cap', ended.length)
     const accessToken = this.#accessToken(session)
@@ -112,13 +120,22 @@ export class Sessions {
    * refreshes faster than its limit.
    */
   async refresh (refreshToken: string): Promise<Required<IssuedTokens> | undefined> {
-    const { refreshLifetimeSeconds, refreshLimit, store, users } = this.#options
+    const { refreshLifetimeSeconds, refreshLimit, store, users, denylist } = this.#options
     const nowMs = Date.now()
     const presented = await this.#claimsOf(refreshToken, nowMs)
     if (presented === undefined) return undefined
-    const rotation = await store.rotate(presented.sessionId, presented.generation, nowMs, nowMs + refreshLifetimeSeconds * 1000, refreshLimit)
+    const { sessionId } = presented
+    const [rotation, denied] = await Promise.all([
+      store.rotate(sessionId, presented.generation, nowMs, nowMs + refreshLifetimeSeconds * 1000, refreshLimit),
+      denylist.isRevoked(sessionId, sessionId)
+    ])
+    // Denied but not ended: an end whose denial was written and whose ending failed. Its next refresh finishes it.
+    if (denied && (rotation.outcome === 'rotated' || rotation.outcome === 'repeated')) {
+      await store.end(sessionId)
+      return undefined
+    }
     // A session that ended now, or earlier (in case its first denial failed): its access tokens stay denied.
-    if (rotation.outcome === 'reused' || rotation.outcome === 'ended') await this.#deny(presented.sessionId)
+    if (rotation.outcome === 'reused' || rotation.outcome === 'ended') await this.#deny(sessionId)
     if (rotation.outcome === 'reused') this.#options.events?.ended('reuse', 1)
     if (rotation.outcome === 'limited') {
       const seconds = Math.max(1, Math.ceil(rotation.retryAfterMs / 1000))
@@ -134,13 +151,20 @@ export class Sessions {
     return { accessToken: this.#accessToken(session), refreshToken: this.#refreshToken(session) }
   }
 
-  /** Logout: ends the session of this access token (`local`), the user's other sessions (`others`), or both (`global`). */
+  /**
+   * Logout: ends the session of this access token (`local`), the user's other sessions (`others`), or both
+   * (`global`). Each session is denied before it ends (D42): should a denial fail, the sessions not ended yet are
+   * still live, and the retry denies and ends them; should an ending fail, its session is denied already, and the
+   * retry (or its own next refresh) ends it.
+   */
   async end (claims: VerifiedClaims, scope: LogoutScope = 'local'): Promise<void> {
+    if (scope !== 'local') {
+      const others = (await this.#options.store.list(claims.sub, Date.now())).map((session) => session.id).filter((id) => id !== claims.sid)
+      for (const id of others) await this.#deny(id)
+      const ended = await this.#options.store.endEach(claims.sub, others, Date.now())
+      if (ended.length > 0) this.#options.events?.ended('logout_others', ended.length)
+    }
     if (scope !== 'others') await this.#end(claims.sid, 'logout')
-    if (scope === 'local') return
-    const others = await this.#options.store.endOthers(claims.sub, claims.sid, Date.now())
-    for (const id of others) await this.#deny(id)
-    if (others.length > 0) this.#options.events?.ended('logout_others', others.length)
   }
 
   /** The live sessions of the token's user, oldest first, the token's own marked `current`. */
@@ -156,12 +180,17 @@ export class Sessions {
     }))
   }
 
-  /** Ends one of the token's user's live sessions; false when the user has no live session of this id. */
+  /**
+   * Ends one of the token's user's live sessions, denied before it ends (D42); false when the user has no live
+   * session of this id. A retry after a failure finds it still live, so it is denied and ended then.
+   */
   async endOne (claims: VerifiedClaims, id: string): Promise<boolean> {
-    const ended = await this.#options.store.endOf(claims.sub, id, Date.now())
-    if (!ended) return false
+    const { store } = this.#options
+    if (!(await store.list(claims.sub, Date.now())).some((session) => session.id === id)) return false
     await this.#deny(id)
-    this.#options.events?.ended('owner', 1)
+    // Ended by this request or, meanwhile, by another: either way it has ended, and is denied.
+    const ended = await store.endEach(claims.sub, [id], Date.now())
+    if (ended.length > 0) this.#options.events?.ended('owner', 1)
     return true
   }
 
@@ -183,9 +212,10 @@ export class Sessions {
     return claims
   }
 
+  /** Denies the session, then ends it: an ending is never written before its denial (D42). */
   async #end (sessionId: string, reason: EndReason): Promise<void> {
-    await this.#options.store.end(sessionId)
     await this.#deny(sessionId)
+    await this.#options.store.end(sessionId)
     this.#options.events?.ended(reason, 1)
   }
 

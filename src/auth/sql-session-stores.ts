@@ -4,8 +4,10 @@ import type { DependencyStatus } from '../dependency-status.js'
 import type { Denylist } from './denylist.js'
 import type { UserId } from './schemas.js'
 import {
-  decideRotation, DEFAULT_ENDED_KEEP_MS, outcomeOf, sessionStoreCall, SKEW_MARGIN_MS, userKey, type RefreshLimit, type Rotation, type SessionRecord, type SessionStore
+  decideRotation, DEFAULT_ENDED_KEEP_MS, outcomeOf, sessionStoreCall, SKEW_MARGIN_MS, type RefreshLimit, type Rotation, type SessionRecord, type SessionStore,
+  type StartOutcome
 } from './session-store.js'
+import { userKey } from './user-key.js'
 
 /**
  * The denylist in PostgreSQL (tables of migration 003): one indexed lookup per guarded request. `schema` holds the
@@ -91,26 +93,31 @@ export class SqlSessionStore implements SessionStore {
     this.#table = `${schemaPrefix(schema)}sessions`
   }
 
-  async start (session: SessionRecord, maxPerUser: number): Promise<string[]> {
-    return sessionStoreCall(this.status, () => this.client.transaction(async (tx) => {
+  async start (session: SessionRecord, maxPerUser: number, denied: readonly string[] = []): Promise<StartOutcome> {
+    return sessionStoreCall(this.status, () => this.client.transaction(async (tx): Promise<StartOutcome> => {
       // One user's logins take turns, so two at once cannot both stay under the cap.
       await tx.query("SELECT pg_advisory_xact_lock(hashtext('sessions:' || $1))", [userKey(session.userId)])
+      // The user's live sessions beyond the newest maxPerUser - 1 make way for the new one, once they are denied.
+      const over = (await tx.query<{ id: string }>(
+        `SELECT id FROM ${this.#table} WHERE user_id = $1 AND NOT ended AND expires_at_ms > $3 ORDER BY created_at_ms DESC, id OFFSET $2`,
+        [userKey(session.userId), maxPerUser - 1, session.createdMs]
+      )).map((row) => row.id)
+      const undenied = over.filter((id) => !denied.includes(id))
+      if (undenied.length > 0) return { started: false, undenied }
       await tx.query(
         `INSERT INTO ${this.#table} (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
         [session.id, userKey(session.userId), session.username, session.generation, session.rotatedMs, session.createdMs, session.lastUsedMs,
           session.address, session.userAgent, session.expiresMs, session.windowStartMs, session.windowCount, session.ended]
       )
-      // The user's other live sessions beyond the newest maxPerUser - 1 end (the new one never does). NOT ended is
-      // checked again on the row itself: a logout of other sessions may have ended it since the subquery read it.
-      const ended = await tx.query<{ id: string }>(
-        `UPDATE ${this.#table} SET ended = true, expires_at_ms = LEAST(expires_at_ms, $5) WHERE NOT ended AND id IN (
-           SELECT id FROM ${this.#table} WHERE user_id = $1 AND id <> $4 AND NOT ended AND expires_at_ms > $3
-           ORDER BY created_at_ms DESC, id OFFSET $2
-         ) RETURNING id`,
-        [userKey(session.userId), maxPerUser - 1, session.createdMs, session.id, session.createdMs + this.endedKeepMs]
-      )
+      // NOT ended is checked again on the row itself: a logout of other sessions may have ended one since it was read.
+      const ended = over.length === 0
+        ? []
+        : await tx.query<{ id: string }>(
+          `UPDATE ${this.#table} SET ended = true, expires_at_ms = LEAST(expires_at_ms, $2) WHERE id = ANY($1::text[]) AND NOT ended RETURNING id`,
+          [over, session.createdMs + this.endedKeepMs]
+        )
       await sweep(tx, this.#table, session.createdMs)
-      return ended.map((row) => row.id)
+      return { started: true, ended: ended.map((row) => row.id) }
     }))
   }
 
@@ -144,20 +151,11 @@ export class SqlSessionStore implements SessionStore {
     return rows.map(recordOf)
   }
 
-  async endOf (userId: UserId, id: string, nowMs: number): Promise<boolean> {
+  async endEach (userId: UserId, ids: readonly string[], nowMs: number): Promise<string[]> {
     const ended = await sessionStoreCall(this.status, () => this.client.query<{ id: string }>(
       `UPDATE ${this.#table} SET ended = true, expires_at_ms = LEAST(expires_at_ms, $4)
-       WHERE id = $1 AND user_id = $2 AND NOT ended AND expires_at_ms > $3 RETURNING id`,
-      [id, userKey(userId), nowMs, nowMs + this.endedKeepMs]
-    ))
-    return ended.length > 0
-  }
-
-  async endOthers (userId: UserId, keepId: string, nowMs: number): Promise<string[]> {
-    const ended = await sessionStoreCall(this.status, () => this.client.query<{ id: string }>(
-      `UPDATE ${this.#table} SET ended = true, expires_at_ms = LEAST(expires_at_ms, $4)
-       WHERE user_id = $1 AND id <> $2 AND NOT ended AND expires_at_ms > $3 RETURNING id`,
-      [userKey(userId), keepId, nowMs, nowMs + this.endedKeepMs]
+       WHERE id = ANY($1::text[]) AND user_id = $2 AND NOT ended AND expires_at_ms > $3 RETURNING id`,
+      [ids, userKey(userId), nowMs, nowMs + this.endedKeepMs]
     ))
     return ended.map((row) => row.id)
   }

@@ -1,6 +1,8 @@
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { bearer, build, tokenFor } from '../support/app.js'
+import { hashPassword } from '../../src/auth/password.js'
+import { CHEAP_HASH } from '../support/cheap-users.js'
 
 const tom = { name: 'Tom', age: 3, breed: 'Siamese' }
 const create = (app: FastifyInstance, body: unknown, headers: Record<string, string> = {}) =>
@@ -104,3 +106,26 @@ t.test('creates with a token: the quota is the user\'s, whatever address they se
   t.equal((await create(john, 'k-1', '10.0.0.9')).headers['idempotent-replayed'], undefined, 'john\'s oldest went, though each came from another address')
   t.equal((await create(chris, 'k', '10.0.0.1')).headers['idempotent-replayed'], 'true', 'chris, from john\'s first address, kept his')
 })
+
+for (const [store, config] of [['memory', {}], ['PGlite', { DATABASE_URL: 'pglite://memory' }]] as const) {
+  t.test(`${store}: the users of ids 1 and "1" have keys and quotas of their own`, async (t) => {
+    const passwordHash = await hashPassword('pw', CHEAP_HASH)
+    const app = await build(t, { ...config, CATS_AUTH: 'required', IDEMPOTENCY_CLIENT_KEYS_MAX: 2 }, {
+      users: [{ id: 1, username: 'alice', passwordHash }, { id: '1', username: 'bob', passwordHash }]
+    })
+    const login = async (username: string): Promise<Record<string, string>> =>
+      bearer((await app.inject({ method: 'POST', url: '/auth/login', payload: { username, password: 'pw' } })).json().access_token)
+    const [alice, bob] = [await login('alice'), await login('bob')]
+    const create = (auth: Record<string, string>, key: string, body: Record<string, unknown> = tom) =>
+      app.inject({ method: 'POST', url: '/cats', payload: body, headers: { ...auth, 'idempotency-key': key } })
+    const first = await create(alice, 'order-1')
+    t.equal(first.statusCode, 201)
+    const bobs = await create(bob, 'order-1')
+    t.equal(bobs.statusCode, 201)
+    t.equal(bobs.headers['idempotent-replayed'], undefined, 'bob\'s key is not alice\'s: he does not get her answer')
+    t.not(bobs.json().id, first.json().id, 'bob created a cat of his own')
+    t.equal((await create(bob, 'order-2', { ...tom, name: 'Other' })).statusCode, 201)
+    t.equal((await create(bob, 'order-3')).statusCode, 201)
+    t.equal((await create(alice, 'order-1')).headers['idempotent-replayed'], 'true', 'bob\'s keys did not push alice\'s out of a shared quota')
+  })
+}

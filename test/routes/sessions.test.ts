@@ -277,7 +277,7 @@ function sessionSuite (t: Test, instances: Instances): void {
   })
 
   t.test('unknown, malformed and expired refresh tokens get 401; a body without one gets 400', async (t) => {
-    const app = await instances(t)({ ...REFRESH_ON, REFRESH_TOKEN_TTL: '1s' })
+    const app = await instances(t)({ ...REFRESH_ON, REFRESH_TOKEN_TTL: '1s', JWT_EXPIRES_IN: '1s' })
     refusedRefresh(t, await refresh(app, randomBytes(32).toString('base64url')), 'unknown')
     refusedRefresh(t, await refresh(app, 'not a refresh token'), 'malformed')
     refusedRefresh(t, await refresh(app, (await login(app)).access_token), 'an access token')
@@ -397,6 +397,8 @@ function sharedRefreshSuite (t: Test, instances: Instances): void {
     const [a, b] = [await open(REFRESH_ON), await open(REFRESH_ON)]
     t.equal(await raceTrials(a, b, 'reuse', 5), 0, 'survivors of 5 reuse races')
     t.equal(await raceTrials(a, b, 'logout', 5), 0, 'survivors of 5 logout races')
+    t.equal(await raceTrials(a, b, 'delete', 5), 0, 'survivors of 5 races with the owner ending the session from another')
+    t.equal(await raceTrials(a, b, 'others', 5), 0, 'survivors of 5 races with the owner logging out the others')
     const [c, d] = [await open(WITH_WINDOW), await open(WITH_WINDOW)]
     t.equal(await raceTrials(c, d, 'logout', 5), 0, 'survivors of 5 logout races, with the reuse window')
   })

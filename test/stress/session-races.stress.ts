@@ -51,9 +51,11 @@ async function race (t: Test, a: FastifyInstance, b: FastifyInstance): Promise<v
   const reuse = await raceTrials(a, b, 'reuse', TRIALS)
   t.comment(`reuse: ${reuse} of ${TRIALS} survived`)
   t.equal(reuse, 0, `survivors of ${TRIALS} reuse races`)
-  const logout = await raceTrials(a, b, 'logout', TRIALS)
-  t.comment(`logout: ${logout} of ${TRIALS} survived`)
-  t.equal(logout, 0, `survivors of ${TRIALS} logout races`)
+  for (const owner of ['logout', 'delete', 'others'] as const) {
+    const survivors = await raceTrials(a, b, owner, TRIALS)
+    t.comment(`${owner}: ${survivors} of ${TRIALS} survived`)
+    t.equal(survivors, 0, `survivors of ${TRIALS} ${owner} races`)
+  }
 }
 
 /** The races that need the reuse window, on apps that have it. */

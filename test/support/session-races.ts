@@ -40,23 +40,36 @@ async function survived (app: FastifyInstance, thief: Tokens): Promise<boolean> 
   return profile.statusCode !== 401 || (await refresh(app, thief.refresh_token)) !== undefined
 }
 
-export type Owner = 'reuse' | 'logout'
+/**
+ * What the owner does at the moment the thief refreshes: presents the rotated refresh token (`reuse`), logs the
+ * session out, ends it from another session of theirs (`delete`), or logs out every other session (`others`).
+ */
+export type Owner = 'reuse' | 'logout' | 'delete' | 'others'
+
+const sidOf = (accessToken: string): string => JSON.parse(Buffer.from(accessToken.split('.')[1], 'base64url').toString()).sid
+
+async function ownerActs (app: FastifyInstance, owner: Owner, stolen: Tokens, device: Tokens | undefined): Promise<unknown> {
+  switch (owner) {
+    case 'reuse': return await refresh(app, stolen.refresh_token)
+    case 'logout': return await app.inject({ method: 'POST', url: '/auth/logout', headers: bearer(stolen.access_token) })
+    case 'delete': return await app.inject({ method: 'DELETE', url: `/auth/sessions/${sidOf(stolen.access_token)}`, headers: bearer(device?.access_token ?? '') })
+    case 'others': return await app.inject({ method: 'POST', url: '/auth/logout?scope=others', headers: bearer(device?.access_token ?? '') })
+  }
+}
 
 /** Runs `trials` races; answers how many of them the thief's chain survived. */
 export async function raceTrials (thiefApp: FastifyInstance, ownerApp: FastifyInstance, owner: Owner, trials: number): Promise<number> {
   let survivors = 0
   for (let trial = 0; trial < trials; trial++) {
     const stolen = await newSession(ownerApp)
+    // The owner's other session, which ends the stolen one (delete, others) and logs out when the trial is over.
+    const device = owner === 'delete' || owner === 'others' ? await newSession(ownerApp) : undefined
     // The thief refreshes first, so the owner's copy is already rotated.
     const first = await refresh(thiefApp, stolen.refresh_token)
     if (first === undefined) throw new Error('the first refresh failed')
-    const [thief] = await Promise.all([
-      thiefLoop(thiefApp, first, 6),
-      owner === 'reuse'
-        ? refresh(ownerApp, stolen.refresh_token)
-        : ownerApp.inject({ method: 'POST', url: '/auth/logout', headers: bearer(stolen.access_token) })
-    ])
+    const [thief] = await Promise.all([thiefLoop(thiefApp, first, 6), ownerActs(ownerApp, owner, stolen, device)])
     if (await survived(thiefApp, thief) || await survived(ownerApp, thief)) survivors++
+    if (device !== undefined) await ownerApp.inject({ method: 'POST', url: '/auth/logout', headers: bearer(device.access_token) })
   }
   return survivors
 }
