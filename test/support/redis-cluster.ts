@@ -1,0 +1,84 @@
+import { spawn, execFileSync } from 'node:child_process'
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import type { Test } from 'tap'
+import { closedPort } from './ports.js'
+
+/** A Redis Cluster of the test's own on loopback ports: its nodes' addresses and how to stop one. */
+export interface RedisCluster {
+  /** `host:port` of every node, masters first. */
+  nodes: string[]
+  /** The value for REDIS_CLUSTER_NODES. */
+  setting: string
+  /** Stops one node by its PID (SIGKILL), as a crash would. */
+  kill: (node: string) => void
+}
+
+/** Whether the machine has redis-server and redis-cli; a reason to skip when not. */
+export function clusterMissing (): string | undefined {
+  try {
+    execFileSync('redis-server', ['--version'])
+    execFileSync('redis-cli', ['--version'])
+    return undefined
+  } catch {
+    return 'redis-server and redis-cli are not installed (Debian package redis-server)'
+  }
+}
+
+/**
+ * Starts `masters` masters with `replicasPerMaster` replicas each, as child processes of this test (no disk, no
+ * daemonizing), joins them with `redis-cli --cluster create` and waits until every node says `cluster_state:ok`.
+ * Every node is stopped by its own PID on `t`'s teardown.
+ */
+export async function startRedisCluster (t: Test, masters = 3, replicasPerMaster = 1): Promise<RedisCluster> {
+  const dir = mkdtempSync(join(tmpdir(), 'cats-redis-cluster-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const ports: number[] = []
+  for (let index = 0; index < masters * (1 + replicasPerMaster); index++) ports.push(await closedPort())
+  const children = new Map<string, ReturnType<typeof spawn>>()
+  for (const port of ports) {
+    const nodeDir = join(dir, String(port))
+    mkdirSync(nodeDir)
+    const child = spawn('redis-server', [
+      '--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf',
+      '--cluster-node-timeout', '1000', '--save', '', '--appendonly', 'no', '--dir', nodeDir
+    ], { stdio: 'ignore' })
+    children.set(`127.0.0.1:${port}`, child)
+    t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
+  }
+  const nodes = [...children.keys()]
+  for (const node of nodes) await answers(node)
+  execFileSync('redis-cli', ['--cluster', 'create', ...nodes, '--cluster-replicas', String(replicasPerMaster), '--cluster-yes'], { stdio: 'ignore' })
+  for (const node of nodes) await untilOk(node)
+  return {
+    nodes,
+    setting: nodes.join(','),
+    kill: (node) => { children.get(node)?.kill('SIGKILL') }
+  }
+}
+
+/** A command to one node, its reply as text. */
+export function clusterCli (node: string, ...args: string[]): string {
+  const [host, port] = node.split(':')
+  return execFileSync('redis-cli', ['-h', host, '-p', port, ...args], { encoding: 'utf8' })
+}
+
+async function answers (node: string): Promise<void> {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    try {
+      if (clusterCli(node, 'PING').trim() === 'PONG') return
+    } catch {}
+    await sleep(50)
+  }
+  throw new Error(`Redis node ${node} did not start`)
+}
+
+async function untilOk (node: string): Promise<void> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    if (clusterCli(node, 'CLUSTER', 'INFO').includes('cluster_state:ok')) return
+    await sleep(50)
+  }
+  throw new Error(`Redis node ${node} never reached cluster_state:ok`)
+}
