@@ -235,10 +235,12 @@ t.test('parseTrustProxy: addresses and CIDRs are passed on as the string', async
   t.equal(parseTrustProxy('1.5'), '1.5', 'not a hop count')
 })
 
-t.test('loadDatabaseConfig reads only DATABASE_URL and DATABASE_SCHEMA and checks them', async (t) => {
-  t.strictSame(loadDatabaseConfig({ DATABASE_URL: 'pglite://memory', JWT_SECRET: 'short' }), { DATABASE_URL: 'pglite://memory' })
-  t.strictSame(loadDatabaseConfig({ DATABASE_URL: 'pglite://memory', DATABASE_SCHEMA: 'cats' }), { DATABASE_URL: 'pglite://memory', DATABASE_SCHEMA: 'cats' })
-  t.strictSame(loadDatabaseConfig({}), {})
+t.test('loadDatabaseConfig reads only DATABASE_URL, DATABASE_SCHEMA and DATABASE_POOLER and checks them', async (t) => {
+  const none = { DATABASE_POOLER: 'none' }
+  t.strictSame(loadDatabaseConfig({ DATABASE_URL: 'pglite://memory', JWT_SECRET: 'short' }), { DATABASE_URL: 'pglite://memory', ...none })
+  t.strictSame(loadDatabaseConfig({ DATABASE_URL: 'pglite://memory', DATABASE_SCHEMA: 'cats' }), { DATABASE_URL: 'pglite://memory', DATABASE_SCHEMA: 'cats', ...none })
+  t.strictSame(loadDatabaseConfig({ DATABASE_POOLER: 'transaction' }), { DATABASE_POOLER: 'transaction' })
+  t.strictSame(loadDatabaseConfig({}), none)
   t.throws(() => loadDatabaseConfig({ DATABASE_URL: 'mysql://x' }), /DATABASE_URL must match pattern/)
   t.throws(() => loadDatabaseConfig({ DATABASE_SCHEMA: 'Cats' }), /DATABASE_SCHEMA must match pattern/)
 })
