@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto'
 import { getHeapStatistics } from 'node:v8'
-import type { Readable } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import {
@@ -8,7 +7,7 @@ import {
   MERGE_PATCH_CONTENT_TYPE, ListConditionHeaders, ConditionHeaders, StoredCat, StoredCatList, TEXT_CONTENT_TYPE, UpdateCatBody, catOrEmptyResponse, notModified
 } from '../../src/cats/schemas.js'
 import { meetsCondition, type VersionCondition, type VersionedCat } from '../../src/cats/cats-store.js'
-import { LIST_CHUNK, WholeLists, decodeCursor, encodeCursor } from '../../src/cats/list-paging.js'
+import { LIST_CHUNK, Lists, decodeCursor, encodeCursor } from '../../src/cats/list-paging.js'
 import { BEARER_SECURITY, INTEGER_TEXT_PATTERN, NO_SECURITY, ref } from '../../src/http/schemas.js'
 import {
   badRequest, catTooLarge, bodyTooLarge, idempotencyKeyInUse, idempotencyKeyReused, insufficientStorage, listUnavailable, preconditionFailed,
@@ -81,7 +80,7 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
     if (!canWrite()) throw new LowMemory()
   }
 
-  const wholeLists = new WholeLists(catsStore, { maxStreams: LIST_STREAMS_MAX, writeTimeoutMs: LIST_WRITE_TIMEOUT_MS })
+  const lists = new Lists(catsStore, { maxStreams: LIST_STREAMS_MAX, writeTimeoutMs: LIST_WRITE_TIMEOUT_MS })
 
   fastify.post('', {
     ...authHook,
@@ -156,21 +155,15 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
     const version = await catsStore.listVersion()
     const etag = weakTag(version)
     if (!meetsCondition({ noneMatch: ifNoneMatchVersions(request.headers['if-none-match']) }, version)) return notModifiedReply(reply, etag)
-    let list: string | Readable
-    if (limit === undefined && after === undefined) {
-      const whole = await wholeLists.json(reply.raw)
-      if (whole === undefined) throw new TooManyLists()
-      list = whole
-    } else {
-      const pageSize = limit ?? LIST_CHUNK
-      const page = await catsStore.page(position, pageSize)
-      if (page.more) {
-        const path = request.url.split('?', 1)[0]
-        reply.header('link', `<${path}?limit=${pageSize}&after=${encodeCursor(page.last)}>; rel="next"`)
-      }
-      list = `[${page.items}]`
+    // The whole list without a query; `after` alone pages by the largest page.
+    const limited = limit ?? (after === undefined ? undefined : LIST_CHUNK)
+    const list = await lists.json(reply.raw, { after: position, limit: limited })
+    if (list === undefined) throw new TooManyLists()
+    if (list.more && limited !== undefined) {
+      // The route as registered (the host's prefix included), never the request target: a client chooses none of the Link.
+      reply.header('link', `<${request.routeOptions.url ?? ''}?limit=${limited}&after=${encodeCursor(list.last)}>; rel="next"`)
     }
-    return reply.type(JSON_CONTENT_TYPE).header('etag', etag).send(list)
+    return reply.type(JSON_CONTENT_TYPE).header('etag', etag).send(list.body)
   })
 
   fastify.get('/:id', {
