@@ -260,3 +260,66 @@ t.test('cursors name a position and only those this service made are accepted', 
     t.equal(decodeCursor(bad), undefined, `rejects ${JSON.stringify(bad)}`)
   }
 })
+
+t.test('a page that fits one chunk is one string with where it ends; a larger one streams its first N cats', async (t) => {
+  const store = withObjects(new MemoryCatsStore())
+  await fill(store, 10)
+  const whole = await store.list()
+  const lists = new Lists(store, settings({ pageCats: 2 }))
+  t.strictSame(await lists.json(unsent(), { after: 0, limit: 2 }), { body: JSON.stringify(whole.slice(0, 2)), last: 2, more: true }, 'one read holds the page')
+  t.strictSame(await lists.json(unsent(), { after: 8, limit: 2 }), { body: JSON.stringify(whole.slice(8)), last: 10, more: false }, 'the last page')
+  t.strictSame(await lists.json(unsent(), { after: 9, limit: 5 }), { body: JSON.stringify(whole.slice(9)), last: 10, more: false }, 'a short last page')
+
+  const answer = await lists.json(unsent(), { after: 1, limit: 5 })
+  t.equal(answer?.last, 6, 'the page ends at the fifth cat after the first')
+  t.equal(answer?.more, true)
+  t.equal(lists.streams, 1, 'a streamed page takes a place')
+  if (!(answer?.body instanceof Readable)) throw new Error('a page of more than one read streams')
+  t.equal(Buffer.concat(await readAll(answer.body)).toString(), JSON.stringify(whole.slice(1, 6)))
+
+  const last = await lists.json(unsent(), { after: 4, limit: 10 })
+  t.strictSame([last?.last, last?.more], [10, false], 'a streamed page that ends the list')
+  if (!(last?.body instanceof Readable)) throw new Error('a page of more than one read streams')
+  t.equal(Buffer.concat(await readAll(last.body)).toString(), JSON.stringify(whole.slice(4)))
+})
+
+t.test('a streamed page keeps the cats counted when it began: removed ones are left out, none created later is added', async (t) => {
+  const store = withObjects(new MemoryCatsStore())
+  await fill(store, 8)
+  const answer = await streamOf(new Lists(store, settings({ pageCats: 2 })), { after: 0, limit: 5 })
+  await Promise.all([store.remove(3), store.remove(5)])
+  await fill(store, 3, (index) => `new ${index}`)
+  const json = Buffer.concat(await readAll(answer)).toString()
+  t.strictSame(JSON.parse(json).map((cat: { name: string }) => cat.name), ['cat 0', 'cat 1', 'cat 3'], 'cats 2 and 4 were removed; cat 5 follows the page')
+})
+
+t.test('a page is bounded in bytes like a whole list: a page of 1,000 large cats is read a chunk at a time', async (t) => {
+  const store = withObjects(new MemoryCatsStore())
+  await fill(store, 1200, () => 'x'.repeat(1000))
+  const reads: number[] = []
+  const counting: ListedStore = {
+    pageEnd: store.pageEnd.bind(store),
+    page: async (after: number, limit: number, maxBytes?: number, through?: number): Promise<CatsPage> => {
+      const page = await store.page(after, limit, maxBytes, through)
+      reads.push(Buffer.byteLength(page.items))
+      return page
+    }
+  }
+  const chunks = await readAll(await streamOf(new Lists(counting, settings({ chunkBytes: 16 * 1024 })), { after: 0, limit: 1000 }))
+  t.equal(Buffer.concat(chunks).toString(), JSON.stringify((await store.list()).slice(0, 1000)))
+  t.ok(reads.length > 50 && reads.every((bytes) => bytes <= 16 * 1024), `${reads.length} reads, none over 16 KiB`)
+  t.ok(chunks.every((chunk) => chunk.length <= 16 * 1024))
+})
+
+t.test('a streamed page counts toward maxStreams', async (t) => {
+  const store = withObjects(new MemoryCatsStore())
+  // A page of 1 MB: far more than the Unix socket's buffers hold, so the first one streams until its reader reads.
+  await fill(store, 1000, (index) => `cat ${index} ${'x'.repeat(1000)}`)
+  const lists = new Lists(store, settings({ maxStreams: 1, chunkBytes: 16 * 1024 }))
+  const path = await serve(t, lists, undefined, { after: 0, limit: 1000 })
+  const first = await open(path)
+  t.equal(first.statusCode, 200)
+  t.equal(lists.streams, 1)
+  t.equal((await get(path)).status, 503, 'a second page while the first streams')
+  first.destroy()
+})
