@@ -81,6 +81,9 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
   }
 
   const lists = new Lists(catsStore, { maxStreams: LIST_STREAMS_MAX, writeTimeoutMs: LIST_WRITE_TIMEOUT_MS })
+  // The list's path as registered, the host's prefix included: a page's Link names it, never the request target, so a
+  // client chooses nothing in the Link (a fragment, an absolute-form target's host).
+  const listPath = fastify.prefix
 
   fastify.post('', {
     ...authHook,
@@ -160,8 +163,7 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
     const list = await lists.json(reply.raw, { after: position, limit: limited })
     if (list === undefined) throw new TooManyLists()
     if (list.more && limited !== undefined) {
-      // The route as registered (the host's prefix included), never the request target: a client chooses none of the Link.
-      reply.header('link', `<${request.routeOptions.url ?? ''}?limit=${limited}&after=${encodeCursor(list.last)}>; rel="next"`)
+      reply.header('link', `<${listPath}?limit=${limited}&after=${encodeCursor(list.last)}>; rel="next"`)
     }
     return reply.type(JSON_CONTENT_TYPE).header('etag', etag).send(list.body)
   })
