@@ -12,8 +12,9 @@ import { startFilledServer } from '../support/filled-server.js'
 // another process, so that reading 300 MB does not delay this one's probes. On a machine with more runnable
 // processes than cores every pause stretches by about that ratio, so the probes' bound is scaled by the load
 // per core when it exceeds one (as in test/routes/cats-large-list.test.ts). What the server itself does is
-// bounded without that allowance: the CPU time it used in its longest turn of the event loop (a turn that took
-// long in wall time but little CPU time is one in which the process was not running). The server runs on CPU 1
+// bounded without that allowance: the most CPU time its main thread used in one turn of the event loop (a turn that
+// took long in wall time but little CPU time is one in which the thread was not running; the process's other threads,
+// the garbage collector's helpers among them, share its one CPU and are printed, not bounded). The server runs on CPU 1
 // alone and the load (this process and the list readers) on CPU 0, so the load does not take the server's CPU.
 // Once with the memory store, once with PostgreSQL when TEST_DATABASE_URL is set.
 
@@ -93,20 +94,20 @@ for (const [store, databaseUrl] of stores) {
       const bytes = await lists
       const listMs = performance.now() - started
       const turn = await server.longestTurn()
-      mostCpu = Math.max(mostCpu, turn.cpuMs)
+      mostCpu = Math.max(mostCpu, turn.mostMainMs)
       longestWall = Math.max(longestWall, turn.wallMs)
       const roundSlowest = Math.max(...probes)
       slowest = Math.max(slowest, roundSlowest)
       const sorted = [...probes].sort((a, b) => a - b)
       t.comment(`round ${round}: ${LISTS} lists of ${(bytes[0] / 1e6).toFixed(1)} MB in ${listMs.toFixed(0)} ms; ${probes.length} probes, ` +
       `median ${sorted[probes.length >> 1].toFixed(1)} ms, p99 ${sorted[Math.floor(probes.length * 0.99)].toFixed(1)} ms, slowest ${roundSlowest.toFixed(1)} ms; ` +
-      `the server's longest turn ${turn.wallMs.toFixed(1)} ms, ${turn.cpuMs.toFixed(1)} ms of CPU; load per core ${(loadavg()[0] / availableParallelism()).toFixed(1)}`)
+      `the server's longest turn ${turn.wallMs.toFixed(1)} ms, ${turn.cpuMs.toFixed(1)} ms of CPU (${turn.mainMs.toFixed(1)} ms on the main thread); the most main-thread CPU in a turn ${turn.mostMainMs.toFixed(1)} ms; load per core ${(loadavg()[0] / availableParallelism()).toFixed(1)}`)
       t.ok(bytes.length === LISTS && bytes.every((count) => count > 50 * CATS), 'every list was read whole')
       t.ok(probes.length >= 10, 'other requests were answered while the lists streamed')
     }
     const bound = 50 * Math.max(1, loadavg()[0] / availableParallelism())
     t.ok(slowest < bound, `the slowest GET /health (${slowest.toFixed(1)} ms) is under ${bound.toFixed(0)} ms`)
-    t.comment(`${store}: the slowest GET /health ${slowest.toFixed(1)} ms; the server's longest turn ${longestWall.toFixed(1)} ms (${mostCpu.toFixed(1)} ms of CPU)`)
-    t.ok(mostCpu < 50, `the server's longest turn used ${mostCpu.toFixed(1)} ms of CPU, under 50 ms`)
+    t.comment(`${store}: the slowest GET /health ${slowest.toFixed(1)} ms; the server's longest turn ${longestWall.toFixed(1)} ms; the most main-thread CPU in a turn ${mostCpu.toFixed(1)} ms`)
+    t.ok(mostCpu < 50, `no turn of the server's main thread used more than ${mostCpu.toFixed(1)} ms of CPU, under 50 ms`)
   })
 }
