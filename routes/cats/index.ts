@@ -135,7 +135,7 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
       tags: ['cats'],
       operationId: 'listCats',
       summary: 'List the cats in creation order: all of them, or a page with limit and after',
-      description: `Without a query, the whole list; with limit or after, a page. Either is streamed when it is larger than one chunk: ` +
+      description: 'Without a query, the whole list; with limit or after, a page. Either is streamed when it is larger than one chunk: ' +
         `at most ${LIST_STREAMS_MAX} lists stream at once (503 with Retry-After past it), and one whose reader takes nothing for ` +
         `${LIST_WRITE_TIMEOUT_MS} ms is cut off. The Link of a page names the service's own path.`,
       ...security,
