@@ -77,12 +77,12 @@ const ConfigProperties = {
   LIST_STREAMS_MAX: Type.Integer({
     minimum: 5,
     default: 8,
-    description: 'Most whole lists (`GET /cats` without a query) streamed at once by each instance; past it 503 with Retry-After (pages with `limit` are not counted)'
+    description: 'Most lists (`GET /cats`, whole or a page, larger than one 64 KiB chunk) streamed at once by each instance; past it 503 with Retry-After'
   }),
   LIST_WRITE_TIMEOUT_MS: Type.Integer({
     minimum: 1,
     default: 30_000,
-    description: 'Longest a streamed whole list waits for its reader to take the next chunk, in milliseconds; past it the connection is closed'
+    description: 'Longest a streamed list (whole or a page) waits for its reader to take the next chunk, in milliseconds; past it the connection is closed'
   }),
   BODY_LIMIT: Type.Integer({
     minimum: 256,

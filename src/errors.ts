@@ -64,4 +64,4 @@ export const IdempotencyKeyReused = define('CATS_ERR_IDEMPOTENCY_KEY_REUSED', 'T
 export const StoreUnavailable = define('CATS_ERR_STORE_UNAVAILABLE', 'The database is unavailable; retry shortly', 503, 5)
 export const PreconditionFailed = define('CATS_ERR_PRECONDITION_FAILED', 'The cat does not meet the request\'s If-Match or If-None-Match: it has changed, or no cat has this id; read it again', 412)
 export const PreconditionRequired = define('CATS_ERR_PRECONDITION_REQUIRED', 'Writes need If-Match with the cat\'s ETag: read the cat first', 428)
-export const TooManyLists = define('CATS_ERR_TOO_MANY_LISTS', 'Too many whole lists are being sent; retry shortly, or read the list in pages with limit', 503, 2)
+export const TooManyLists = define('CATS_ERR_TOO_MANY_LISTS', 'Too many lists are being streamed; retry shortly, or read smaller pages with limit', 503, 2)

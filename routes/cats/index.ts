@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto'
 import { getHeapStatistics } from 'node:v8'
-import type { Readable } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import {
@@ -8,7 +7,7 @@ import {
   MERGE_PATCH_CONTENT_TYPE, ListConditionHeaders, ConditionHeaders, StoredCat, StoredCatList, TEXT_CONTENT_TYPE, UpdateCatBody, catOrEmptyResponse, notModified
 } from '../../src/cats/schemas.js'
 import { meetsCondition, type VersionCondition, type VersionedCat } from '../../src/cats/cats-store.js'
-import { LIST_CHUNK, WholeLists, decodeCursor, encodeCursor } from '../../src/cats/list-paging.js'
+import { LIST_CHUNK, Lists, decodeCursor, encodeCursor } from '../../src/cats/list-paging.js'
 import { BEARER_SECURITY, INTEGER_TEXT_PATTERN, NO_SECURITY, ref } from '../../src/http/schemas.js'
 import {
   badRequest, catTooLarge, bodyTooLarge, idempotencyKeyInUse, idempotencyKeyReused, insufficientStorage, listUnavailable, preconditionFailed,
@@ -82,7 +81,10 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
     if (!canWrite()) throw new LowMemory()
   }
 
-  const wholeLists = new WholeLists(catsStore, { maxStreams: LIST_STREAMS_MAX, writeTimeoutMs: LIST_WRITE_TIMEOUT_MS })
+  const lists = new Lists(catsStore, { maxStreams: LIST_STREAMS_MAX, writeTimeoutMs: LIST_WRITE_TIMEOUT_MS })
+  // The list's path as registered, the host's prefix included: a page's Link names it, never the request target, so a
+  // client chooses nothing in the Link (a fragment, an absolute-form target's host).
+  const listPath = fastify.prefix
 
   fastify.post('', {
     ...authHook,
@@ -134,8 +136,9 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
       tags: ['cats'],
       operationId: 'listCats',
       summary: 'List the cats in creation order: all of them, or a page with limit and after',
-      description: `Without a query, the whole list, streamed: at most ${LIST_STREAMS_MAX} whole lists stream at once (503 with Retry-After past it), ` +
-        `and one whose reader takes nothing for ${LIST_WRITE_TIMEOUT_MS} ms is cut off.`,
+      description: 'Without a query, the whole list; with limit or after, a page. Either is streamed when it is larger than one chunk: ' +
+        `at most ${LIST_STREAMS_MAX} lists stream at once (503 with Retry-After past it), and one whose reader takes nothing for ` +
+        `${LIST_WRITE_TIMEOUT_MS} ms is cut off. The Link of a page names the service's own path.`,
       ...security,
       headers: ListConditionHeaders,
       querystring: ListCatsQuery,
@@ -157,21 +160,14 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
     const version = await catsStore.listVersion()
     const etag = weakTag(version)
     if (!meetsCondition({ noneMatch: ifNoneMatchVersions(request.headers['if-none-match']) }, version)) return notModifiedReply(reply, etag)
-    let list: string | Readable
-    if (limit === undefined && after === undefined) {
-      const whole = await wholeLists.json(reply.raw)
-      if (whole === undefined) throw new TooManyLists()
-      list = whole
-    } else {
-      const pageSize = limit ?? LIST_CHUNK
-      const page = await catsStore.page(position, pageSize)
-      if (page.more) {
-        const path = request.url.split('?', 1)[0]
-        reply.header('link', `<${path}?limit=${pageSize}&after=${encodeCursor(page.last)}>; rel="next"`)
-      }
-      list = `[${page.items}]`
+    // The whole list without a query; `after` alone pages by the largest page.
+    const limited = limit ?? (after === undefined ? undefined : LIST_CHUNK)
+    const list = await lists.json(reply.raw, { after: position, limit: limited })
+    if (list === undefined) throw new TooManyLists()
+    if (list.more && limited !== undefined) {
+      reply.header('link', `<${listPath}?limit=${limited}&after=${encodeCursor(list.last)}>; rel="next"`)
     }
-    return reply.type(JSON_CONTENT_TYPE).header('etag', etag).send(list)
+    return reply.type(JSON_CONTENT_TYPE).header('etag', etag).send(list.body)
   })
 
   fastify.get('/:id', {

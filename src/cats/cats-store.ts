@@ -67,9 +67,19 @@ export const NO_LIMITS: StoreLimits = {
 export interface CatsPage {
   /** The cats' JSON texts joined by commas, without brackets; empty when there are none. */
   items: string
+  /** How many cats the page holds. */
+  cats: number
   /** The position of the page's last cat, to pass as `after` for the next page (`after` itself when empty). */
   last: number
-  /** Whether cats follow this page. */
+  /** Whether cats follow this page (up to `through` when the read had one). */
+  more: boolean
+}
+
+/** Where a page of a given size ends, read before its cats are (see CatsStore.pageEnd). */
+export interface PageEnd {
+  /** The position of the page's last cat (`after` itself when none follows it). */
+  last: number
+  /** Whether cats follow the page. */
   more: boolean
 }
 
@@ -114,9 +124,15 @@ export interface CatsStore {
    * Up to `limit` cats created after the cat at `after` (0: from the first), in creation order, as the
    * JSON text stored. Positions only grow, so paging by the last position neither skips nor repeats a cat.
    * With `maxBytes`, the page stops before the cat that would take its text (commas included) past that
-   * many UTF-8 bytes, but holds at least one cat when any follows.
+   * many UTF-8 bytes, but holds at least one cat when any follows. With `through`, only cats at positions up to
+   * it are read, and `more` says whether any of those follow.
    */
-  page: (after: number, limit: number, maxBytes?: number) => MaybePromise<CatsPage>
+  page: (after: number, limit: number, maxBytes?: number, through?: number) => MaybePromise<CatsPage>
+  /**
+   * Where the page of up to `limit` cats after `after` ends, without reading their texts: a page too large for one
+   * chunk is streamed, and its Link header, sent first, needs its last position and whether cats follow it.
+   */
+  pageEnd: (after: number, limit: number) => MaybePromise<PageEnd>
   /** The earliest created cat with this id; undefined when none has it. */
   find: (id: number) => MaybePromise<VersionedCat | undefined>
   /** The new cat as JSON text, as stored; throws CollectionFull when the store holds `maxCats` already. */

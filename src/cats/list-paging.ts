@@ -3,7 +3,7 @@ import { Readable } from 'node:stream'
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { CatsPage, CatsStore } from './cats-store.js'
 
-/** Most cats of one page: the page size of `?after` without `limit`, and of the pages a whole list is read in. */
+/** Most cats of one page: the page size of `?after` without `limit`, and of the reads a streamed list is made of. */
 export const LIST_CHUNK = 1000
 
 /**
@@ -12,27 +12,41 @@ export const LIST_CHUNK = 1000
  */
 export const CHUNK_BYTES = 64 * 1024
 
-/** What a whole list reads of a store. */
-export type ListedStore = Pick<CatsStore, 'page'>
+/** What a list reads of a store. */
+export type ListedStore = Pick<CatsStore, 'page' | 'pageEnd'>
 
-export interface WholeListSettings {
-  /** Most whole lists streamed at once; another one is refused until one ends. */
+export interface ListSettings {
+  /** Most lists streamed at once (whole lists and pages alike); another one is refused until one ends. */
   maxStreams: number
   /** Longest a streamed list waits for its reader to take the next chunk (or, at the end, the last ones). */
   writeTimeoutMs: number
   /** Most bytes of one chunk (CHUNK_BYTES unless a test sets it). */
   chunkBytes?: number
-  /** Most cats of one page (LIST_CHUNK unless a test sets it). */
+  /** Most cats of one read of the store (LIST_CHUNK unless a test sets it). */
   pageCats?: number
 }
 
+/** Which list: the cats after the position `after` (0: from the first), all of them or the first `limit`. */
+export interface ListQuery {
+  after: number
+  limit?: number
+}
+
+/** A list as JSON, with where it ends: the position of its last cat and whether cats follow it (for a page's Link). */
+export interface ListAnswer {
+  body: string | Readable
+  last: number
+  more: boolean
+}
+
 /**
- * The whole lists of one store, `GET /cats` without a query. A list that fits one chunk is one string; a
- * longer one a stream, produced a page at a time only when the reader has taken the previous chunk, with
- * other requests served between pages. Cats created while it streams are included; a cat removed before
- * its page is read is not.
+ * The lists of one store, `GET /cats`: the whole list or a page. A list that fits one chunk is one string;
+ * a longer one a stream, produced a chunk at a time only when the reader has taken the previous one, with
+ * other requests served between chunks, under the cap on streams and the write timeout. A page keeps its
+ * cats, counted when it begins (the Link header, sent first, names its end): cats removed before their chunk
+ * is read are left out, none past its end is added. A whole list includes cats created while it streams.
  */
-export class WholeLists {
+export class Lists {
   readonly #store: ListedStore
   readonly #maxStreams: number
   readonly #writeTimeoutMs: number
@@ -40,7 +54,7 @@ export class WholeLists {
   readonly #pageCats: number
   #streams = 0
 
-  constructor (store: ListedStore, { maxStreams, writeTimeoutMs, chunkBytes = CHUNK_BYTES, pageCats = LIST_CHUNK }: WholeListSettings) {
+  constructor (store: ListedStore, { maxStreams, writeTimeoutMs, chunkBytes = CHUNK_BYTES, pageCats = LIST_CHUNK }: ListSettings) {
     this.#store = store
     this.#maxStreams = maxStreams
     this.#writeTimeoutMs = writeTimeoutMs
@@ -48,34 +62,38 @@ export class WholeLists {
     this.#pageCats = pageCats
   }
 
-  /** Whole lists being streamed now. */
+  /** Lists being streamed now. */
   get streams (): number {
     return this.#streams
   }
 
   /**
-   * The whole list as JSON for `response`: a string, a stream, or undefined when `maxStreams` lists are
-   * streaming already. A stream holds its place until the response closes, and ends the response when
-   * its reader takes nothing for `writeTimeoutMs`.
+   * The list as JSON for `response`: a string, a stream, or undefined when `maxStreams` lists are streaming
+   * already. A stream holds its place until the response closes, and ends the response when its reader takes
+   * nothing for `writeTimeoutMs`.
    */
-  async json (response: ServerResponse): Promise<string | Readable | undefined> {
-    const first = await this.#store.page(0, this.#pageCats, this.#chunkBytes)
-    if (!first.more) return `[${first.items}]`
-    // The client left while the first page was read: nothing will be sent, so no place is taken.
-    if (response.closed) return ''
+  async json (response: ServerResponse, { after, limit = Number.POSITIVE_INFINITY }: ListQuery): Promise<ListAnswer | undefined> {
+    const first = await this.#store.page(after, Math.min(limit, this.#pageCats), this.#chunkBytes)
+    // One chunk holds the list: the page's cats all fit, or none follows.
+    if (!first.more || first.cats === limit) return { body: `[${first.items}]`, last: first.last, more: first.more }
+    // A page ends where its cats, counted now, end; a whole list at the end of the store, whenever that is.
+    const end = Number.isFinite(limit) ? await this.#store.pageEnd(first.last, limit - first.cats) : undefined
+    // The client left while the first chunk was read: nothing will be sent, so no place is taken.
+    if (response.closed) return { body: '', last: after, more: false }
     if (this.#streams >= this.#maxStreams) return undefined
     this.#streams++
-    const stream = new ListStream(this.#store, first, this.#pageCats, this.#chunkBytes, setTimeout(() => response.destroy(), this.#writeTimeoutMs))
+    const stall = setTimeout(() => response.destroy(), this.#writeTimeoutMs)
+    const stream = new ListStream(this.#store, first, end?.last, this.#pageCats, this.#chunkBytes, stall)
     response.once('close', () => {
       this.#streams--
       stream.responseClosed()
     })
-    return stream
+    return { body: stream, last: end?.last ?? first.last, more: end?.more ?? false }
   }
 }
 
 /**
- * One whole list as bytes, in chunks of at most `chunkBytes`. With no buffer of its own (a high-water mark
+ * One list as bytes, up to the position `through` (undefined: the end of the store), in chunks of at most `chunkBytes`. With no buffer of its own (a high-water mark
  * of 0), it reads the next page only when the response asks for more, that is when the socket has taken
  * the chunks before. `stall` ends the response; every request for more restarts it.
  */
@@ -84,13 +102,15 @@ class ListStream extends Readable {
   readonly #pageCats: number
   readonly #chunkBytes: number
   readonly #stall: NodeJS.Timeout
+  readonly #through: number | undefined
   #after: number
   #more: boolean
   #chunks: Buffer[]
 
-  constructor (store: ListedStore, first: CatsPage, pageCats: number, chunkBytes: number, stall: NodeJS.Timeout) {
+  constructor (store: ListedStore, first: CatsPage, through: number | undefined, pageCats: number, chunkBytes: number, stall: NodeJS.Timeout) {
     super({ highWaterMark: 0 })
     this.#store = store
+    this.#through = through
     this.#pageCats = pageCats
     this.#chunkBytes = chunkBytes
     this.#stall = stall
@@ -122,9 +142,9 @@ class ListStream extends Readable {
   }
 
   async #readPage (): Promise<void> {
-    // Other requests run between pages, so no list of any size holds the event loop for long.
+    // Other requests run between chunks, so no list of any size holds the event loop for long.
     await nextTurn()
-    const page = await this.#store.page(this.#after, this.#pageCats, this.#chunkBytes)
+    const page = await this.#store.page(this.#after, this.#pageCats, this.#chunkBytes, this.#through)
     if (this.destroyed) return
     this.#after = page.last
     this.#more = page.more

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import type { CreateCatBody, StoredCat, UpdateCatBody } from './schemas.js'
 import {
-  IDEMPOTENCY_KEY_TTL_MS, NO_LIMITS, idempotencyKeyBytes, meetsCondition, type CatsPage, type CatsStore, type IdempotentCreateResult,
+  IDEMPOTENCY_KEY_TTL_MS, NO_LIMITS, idempotencyKeyBytes, meetsCondition, type CatsPage, type CatsStore, type PageEnd, type IdempotentCreateResult,
   type IdempotentRequest, type StoreLimits, type VersionCondition, type VersionedCat
 } from './cats-store.js'
 import { IdQueue, nextCatId } from './id-assignment.js'
@@ -104,7 +104,7 @@ export class MemoryCatsStore implements CatsStore {
     return `${this.#epoch}.${++this.#changes}`
   }
 
-  page (after: number, limit: number, maxBytes = Number.POSITIVE_INFINITY): CatsPage {
+  page (after: number, limit: number, maxBytes = Number.POSITIVE_INFINITY, through = Number.POSITIVE_INFINITY): CatsPage {
     const order = this.#inCreationOrder
     const texts: string[] = []
     let last = after
@@ -114,13 +114,33 @@ export class MemoryCatsStore implements CatsStore {
     for (; index < order.length && texts.length < limit; index++) {
       const entry = order[index]
       if (entry.removed) continue
+      if (entry.position > through) break
       bytes += Buffer.byteLength(entry.stored.json) + 1
       if (bytes > maxBytes && texts.length > 0) break
       texts.push(entry.stored.json)
       last = entry.position
     }
+    return { items: texts.join(','), cats: texts.length, last, more: this.#follows(index, through) }
+  }
+
+  pageEnd (after: number, limit: number): PageEnd {
+    const order = this.#inCreationOrder
+    let last = after
+    let cats = 0
+    let index = this.#firstIndexAfter(after)
+    for (; index < order.length && cats < limit; index++) {
+      if (order[index].removed) continue
+      cats++
+      last = order[index].position
+    }
+    return { last, more: this.#follows(index, Number.POSITIVE_INFINITY) }
+  }
+
+  /** Whether a live cat at or after `index` has a position of at most `through`. */
+  #follows (index: number, through: number): boolean {
+    const order = this.#inCreationOrder
     while (index < order.length && order[index].removed) index++
-    return { items: texts.join(','), last, more: index < order.length }
+    return index < order.length && order[index].position <= through
   }
 
   find (id: number): VersionedCat | undefined {

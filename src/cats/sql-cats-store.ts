@@ -1,7 +1,7 @@
 import type DataLoader from 'dataloader'
 import type { CreateCatBody, StoredCat, UpdateCatBody } from './schemas.js'
 import {
-  IDEMPOTENCY_KEY_TTL_MS, NO_LIMITS, idempotencyKeyBytes, meetsCondition, type CatsPage, type CatsStore, type IdempotentCreateResult,
+  IDEMPOTENCY_KEY_TTL_MS, NO_LIMITS, idempotencyKeyBytes, meetsCondition, type CatsPage, type CatsStore, type PageEnd, type IdempotentCreateResult,
   type IdempotentRequest, type StoreLimits, type VersionCondition, type VersionedCat
 } from './cats-store.js'
 import { mergedEntries } from './merge-rules.js'
@@ -33,8 +33,12 @@ const LOCK_KEY = 'SELECT pg_try_advisory_xact_lock(hashtext($1), hashtext($2)) A
 /** A limit as PostgreSQL takes it: no limit is the largest number both sides agree on. */
 const bound = (limit: number): number => Math.min(limit, Number.MAX_SAFE_INTEGER)
 
+/** The largest bigint: the upper bound of a page read without one. */
+const MAX_BIGINT = '9223372036854775807'
+
 interface PageRow extends Record<string, unknown> {
   items: string
+  cats: number
   last: string
   more: boolean
 }
@@ -68,19 +72,31 @@ function statements (s: string) {
     /** Records a key and lets go of the keys past their lifetime or beyond the limits (idempotency_key_record, a migration's). */
     RECORD_KEY: `SELECT ${s}idempotency_key_record($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
     /**
-     * Up to $2 cats after the position $1; with $3, only those whose texts and commas fit in $3 bytes (the first cat
-     * always). The page is cut in the database, so the service never receives more than that.
+     * Up to $2 cats after the position $1 and, with $4, up to the position $4; with $3, only those whose texts and
+     * commas fit in $3 bytes (the first cat always). The page is cut in the database, so the service never receives
+     * more than that. Both ends of seq are index bounds, so finding whether more follow never walks past $4.
      */
     PAGE: `
-WITH following AS (SELECT seq, data::text AS json FROM ${s}cats WHERE seq > $1::bigint ORDER BY seq LIMIT $2),
+WITH following AS (
+  SELECT seq, data::text AS json FROM ${s}cats
+  WHERE seq > $1::bigint AND seq <= coalesce($4::bigint, ${MAX_BIGINT}) ORDER BY seq LIMIT $2
+),
 sized AS (
   SELECT seq, json, row_number() OVER (ORDER BY seq) AS place, sum(octet_length(json) + 1) OVER (ORDER BY seq) - 1 AS bytes FROM following
 ),
 page AS (SELECT seq, json FROM sized WHERE place = 1 OR $3::bigint IS NULL OR bytes <= $3::bigint)
-SELECT coalesce(string_agg(json, ',' ORDER BY seq), '') AS items,
+SELECT coalesce(string_agg(json, ',' ORDER BY seq), '') AS items, count(*)::integer AS cats,
   coalesce(max(seq), $1::bigint)::text AS last,
-  EXISTS (SELECT 1 FROM ${s}cats WHERE seq > (SELECT coalesce(max(seq), $1::bigint) FROM page)) AS more
+  EXISTS (
+    SELECT 1 FROM ${s}cats WHERE seq > (SELECT coalesce(max(seq), $1::bigint) FROM page) AND seq <= coalesce($4::bigint, ${MAX_BIGINT})
+  ) AS more
 FROM page`,
+    /** Where the page of up to $2 cats after the position $1 ends: the primary key's index alone, no cat's text. */
+    PAGE_END: `
+WITH following AS (SELECT seq FROM ${s}cats WHERE seq > $1::bigint ORDER BY seq LIMIT $2)
+SELECT coalesce(max(seq), $1::bigint)::text AS last,
+  EXISTS (SELECT 1 FROM ${s}cats WHERE seq > (SELECT coalesce(max(seq), $1::bigint) FROM following)) AS more
+FROM following`,
     REMOVE: `
 WITH gone AS (
   DELETE FROM ${s}cats WHERE seq = (SELECT seq ${EARLIEST_WITH_ID} FOR UPDATE) RETURNING seq
@@ -228,11 +244,18 @@ export class SqlCatsStore implements CatsStore {
     })
   }
 
-  async page (after: number, limit: number, maxBytes?: number): Promise<CatsPage> {
+  async page (after: number, limit: number, maxBytes?: number, through?: number): Promise<CatsPage> {
     return this.#reported(async () => {
       // data::text is the JSON exactly as written, so no parse and re-serialize; seq > $1 walks the primary key.
-      const [row] = await this.#client.query<PageRow>(this.#sql.PAGE, [after, limit, maxBytes ?? null])
-      return { items: row.items, last: Number(row.last), more: row.more }
+      const [row] = await this.#client.query<PageRow>(this.#sql.PAGE, [after, limit, maxBytes ?? null, through ?? null])
+      return { items: row.items, cats: row.cats, last: Number(row.last), more: row.more }
+    })
+  }
+
+  async pageEnd (after: number, limit: number): Promise<PageEnd> {
+    return this.#reported(async () => {
+      const [row] = await this.#client.query<{ last: string, more: boolean }>(this.#sql.PAGE_END, [after, limit])
+      return { last: Number(row.last), more: row.more }
     })
   }
 

@@ -46,7 +46,7 @@ export const overloaded = response(503, 'The server sheds load; retry after Retr
 export const storeUnavailable = response(503, 'The database is unreachable or the server is overloaded; retry after Retry-After seconds',
   ...examples(new StoreUnavailable(), new Overloaded()))
 
-export const listUnavailable = response(503, 'The database is unreachable, the most whole lists are being sent already, or the server is overloaded; ' +
+export const listUnavailable = response(503, 'The database is unreachable, the most lists are being sent already, or the server is overloaded; ' +
   'retry after Retry-After seconds', ...examples(new StoreUnavailable(), new TooManyLists(), new Overloaded()))
 
 export const insufficientStorage = response(507, 'The collection is full, or the server is low on memory',

@@ -206,7 +206,7 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
 
   t.test('page walks the list in creation order by position, neither skipping nor repeating a cat', async (t) => {
     const store = await openStore(t)
-    t.strictSame(await store.page(0, 10), { items: '', last: 0, more: false }, 'an empty store has one empty page')
+    t.strictSame(await store.page(0, 10), { items: '', cats: 0, last: 0, more: false }, 'an empty store has one empty page')
     for (const name of ['A', 'B', 'C', 'D', 'E']) await store.create(cat(name))
     const first = await store.page(0, 2)
     t.strictSame(JSON.parse(`[${first.items}]`).map((stored: StoredCat) => stored.name), ['A', 'B'])
@@ -220,7 +220,7 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
     await store.create(cat('F'))
     const third = await store.page(second.last, 2)
     t.strictSame(JSON.parse(`[${third.items}]`).map((stored: StoredCat) => stored.name), ['F'], 'a cat created later follows')
-    t.strictSame(await store.page(third.last, 2), { items: '', last: third.last, more: false })
+    t.strictSame(await store.page(third.last, 2), { items: '', cats: 0, last: third.last, more: false })
     const whole = await store.page(0, 1000)
     t.strictSame(JSON.parse(`[${whole.items}]`), copy(await store.list()), 'one big page is the list')
   })
@@ -233,6 +233,37 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
     const page = await store.page(0, 2)
     t.equal(page.more, false)
     t.strictSame(JSON.parse(`[${page.items}]`).map((stored: StoredCat) => stored.name), ['A', 'B'])
+  })
+
+  t.test('page counts its cats and, with through, reads no cat past that position; pageEnd finds where a page ends', async (t) => {
+    const store = await openStore(t)
+    t.strictSame(await store.pageEnd(0, 3), { last: 0, more: false }, 'an empty store: the page ends where it begins')
+    for (const name of ['A', 'B', 'C', 'D', 'E', 'F']) await store.create(cat(name))
+    const all = await store.page(0, 10)
+    t.equal(all.cats, 6)
+    const positions: number[] = []
+    for (let after = 0, more = true; more;) {
+      const one = await store.page(after, 1)
+      t.equal(one.cats, 1)
+      positions.push(one.last)
+      after = one.last
+      more = one.more
+    }
+    const end = await store.pageEnd(positions[0], 3)
+    t.strictSame(end, { last: positions[3], more: true }, 'three cats after the first end at the fourth, and more follow')
+    t.strictSame(await store.pageEnd(positions[2], 3), { last: positions[5], more: false }, 'a page that ends the list')
+    const bounded = await store.page(positions[0], 10, undefined, end.last)
+    t.strictSame(JSON.parse(`[${bounded.items}]`).map((stored: StoredCat) => stored.name), ['B', 'C', 'D'])
+    t.equal(bounded.cats, 3)
+    t.equal(bounded.more, false, 'nothing follows up to through, whatever follows after it')
+    const first = await store.page(positions[0], 2, undefined, end.last)
+    t.equal(first.more, true, 'more follow up to through')
+    await store.remove(4)
+    t.strictSame(await store.page(first.last, 10, undefined, end.last), { items: '', cats: 0, last: first.last, more: false }, 'the one cat up to through is gone')
+    t.strictSame(await store.pageEnd(positions[0], 10), { last: positions[5], more: false }, 'a removed cat is not counted')
+    await store.remove(5)
+    await store.remove(6)
+    t.strictSame(await store.pageEnd(positions[2], 1), { last: positions[2], more: false }, 'removed cats at the end: none follows')
   })
 
   t.test('page with maxBytes stops before the cat that would take its text past that many UTF-8 bytes, but holds one cat', async (t) => {

@@ -9,13 +9,13 @@ import t, { type Test } from 'tap'
 import { withObjects } from '../support/cat-objects.js'
 import { MemoryCatsStore } from '../../src/cats/memory-cats-store.js'
 import type { CatsPage, CatsStore } from '../../src/cats/cats-store.js'
-import { CHUNK_BYTES, WholeLists, decodeCursor, encodeCursor, type ListedStore, type WholeListSettings } from '../../src/cats/list-paging.js'
+import { CHUNK_BYTES, Lists, decodeCursor, encodeCursor, type ListAnswer, type ListQuery, type ListedStore, type ListSettings } from '../../src/cats/list-paging.js'
 
 const fill = async (store: CatsStore, count: number, name = (index: number) => `cat ${index}`): Promise<void> => {
   for (let index = 0; index < count; index++) await store.createJson({ name: name(index), age: index, breed: 'x' })
 }
 
-const settings = (overrides: Partial<WholeListSettings> = {}): WholeListSettings => ({ maxStreams: 5, writeTimeoutMs: 30_000, ...overrides })
+const settings = (overrides: Partial<ListSettings> = {}): ListSettings => ({ maxStreams: 5, writeTimeoutMs: 30_000, ...overrides })
 
 /** What a client of a server that answers every request with `lists.json(response)` receives. */
 interface Received {
@@ -29,15 +29,15 @@ interface Received {
  * It listens on a Unix socket, whose kernel buffers (about 200 KB) are far smaller than TCP's, so a client
  * that stops reading stops the stream after a few hundred kilobytes.
  */
-async function serve (t: Test, lists: Pick<WholeLists, 'json'>, before?: (response: ServerResponse) => Promise<void>): Promise<string> {
+async function serve (t: Test, lists: Pick<Lists, 'json'>, before?: (response: ServerResponse) => Promise<void>, query: ListQuery = { after: 0 }): Promise<string> {
   const sent: Array<Promise<void>> = []
   const server = createServer((_request, response) => {
     sent.push((async () => {
       await before?.(response)
-      const list = await lists.json(response)
+      const list = await lists.json(response, query)
       if (list === undefined) response.writeHead(503).end()
-      else if (typeof list === 'string') response.end(list)
-      else list.pipe(response)
+      else if (typeof list.body === 'string') response.end(list.body)
+      else list.body.pipe(response)
     })())
   })
   // Not in t.testdir(): a socket's path must be short (108 bytes on Linux).
@@ -69,10 +69,10 @@ async function get (socketPath: string): Promise<Received> {
 /** A response that no client will read: the stream lists.json gives for it is read by the test itself. */
 const unsent = (): ServerResponse => new ServerResponse(new IncomingMessage(new Socket()))
 
-async function streamOf (lists: WholeLists): Promise<Readable> {
-  const list = await lists.json(unsent())
-  if (!(list instanceof Readable)) throw new Error('a list that fits one chunk')
-  return list
+async function streamOf (lists: Lists, query: ListQuery = { after: 0 }): Promise<Readable> {
+  const list = await lists.json(unsent(), query)
+  if (!(list?.body instanceof Readable)) throw new Error('a list that fits one chunk')
+  return list.body
 }
 
 const readAll = async (stream: Readable): Promise<Buffer[]> => {
@@ -84,7 +84,7 @@ const readAll = async (stream: Readable): Promise<Buffer[]> => {
 t.test('a list that fits one chunk is one string; a longer one a stream of the same JSON in chunks of at most chunkBytes', async (t) => {
   const store = withObjects(new MemoryCatsStore())
   await fill(store, 3)
-  const path = await serve(t, new WholeLists(store, settings({ chunkBytes: 200, pageCats: 3 })))
+  const path = await serve(t, new Lists(store, settings({ chunkBytes: 200, pageCats: 3 })))
   t.equal((await get(path)).text, JSON.stringify(await store.list()), 'three cats fit one page and one chunk')
 
   await fill(store, 100)
@@ -97,7 +97,7 @@ t.test('a list that fits one chunk is one string; a longer one a stream of the s
 t.test('chunks are cut by bytes: a cat larger than a chunk and texts of several bytes per character', async (t) => {
   const store = withObjects(new MemoryCatsStore())
   await fill(store, 6, (index) => index === 2 ? 'é'.repeat(300) : `😺 ${index}`)
-  const stream = await streamOf(new WholeLists(store, settings({ chunkBytes: 64, pageCats: 2 })))
+  const stream = await streamOf(new Lists(store, settings({ chunkBytes: 64, pageCats: 2 })))
   const chunks = await readAll(stream)
   t.equal(Buffer.concat(chunks).toString(), JSON.stringify(await store.list()), 'the bytes are the list, whatever the cuts')
   t.ok(chunks.every((chunk) => chunk.length <= 64), `no chunk is over 64 bytes: ${chunks.map((chunk) => chunk.length).join(', ')}`)
@@ -109,13 +109,14 @@ t.test('pages are bounded in bytes as well as in cats: the whole list is read a 
   await fill(store, 50, (index) => 'x'.repeat(index % 2 === 0 ? 3000 : 10))
   const pages: number[] = []
   const counting: ListedStore = {
+    pageEnd: store.pageEnd.bind(store),
     page: async (after: number, limit: number, maxBytes?: number): Promise<CatsPage> => {
       const page = await store.page(after, limit, maxBytes)
       pages.push(Buffer.byteLength(page.items))
       return page
     }
   }
-  const chunks = await readAll(await streamOf(new WholeLists(counting, settings({ chunkBytes: 4096 }))))
+  const chunks = await readAll(await streamOf(new Lists(counting, settings({ chunkBytes: 4096 }))))
   t.equal(Buffer.concat(chunks).toString(), JSON.stringify(await store.list()))
   t.ok(pages.every((bytes) => bytes <= 4096), `no page is over 4,096 bytes: ${pages.join(', ')}`)
   t.ok(chunks.every((chunk) => chunk.length <= 4096))
@@ -125,7 +126,7 @@ t.test('pages are bounded in bytes as well as in cats: the whole list is read a 
 t.test('cats removed while the list streams are left out, even a whole page of them', async (t) => {
   const store = withObjects(new MemoryCatsStore())
   await fill(store, 6)
-  const stream = await streamOf(new WholeLists(store, settings({ pageCats: 2 })))
+  const stream = await streamOf(new Lists(store, settings({ pageCats: 2 })))
   // The first page is read; cats 3 and 4 (the whole second page: cat 2 and cat 3) go before the stream reads on.
   await Promise.all([store.remove(3), store.remove(4)])
   const json = Buffer.concat(await readAll(stream)).toString()
@@ -135,7 +136,7 @@ t.test('cats removed while the list streams are left out, even a whole page of t
 t.test('a list whose last cats are removed while it streams still ends the array', async (t) => {
   const store = withObjects(new MemoryCatsStore())
   await fill(store, 4)
-  const stream = await streamOf(new WholeLists(store, settings({ pageCats: 2 })))
+  const stream = await streamOf(new Lists(store, settings({ pageCats: 2 })))
   await Promise.all([store.remove(3), store.remove(4)])
   t.equal(Buffer.concat(await readAll(stream)).toString(), JSON.stringify(await store.list()))
 })
@@ -148,6 +149,7 @@ t.test('a stream destroyed while it reads a page stops there', async (t) => {
   const asked = new Promise<void>((resolve) => { secondPageAsked = resolve })
   let release = (): void => {}
   const slow: ListedStore = {
+    pageEnd: store.pageEnd.bind(store),
     page: async (after: number, limit: number, maxBytes?: number): Promise<CatsPage> => {
       if (++pages > 1) {
         secondPageAsked()
@@ -156,7 +158,7 @@ t.test('a stream destroyed while it reads a page stops there', async (t) => {
       return store.page(after, limit, maxBytes)
     }
   }
-  const stream = await streamOf(new WholeLists(slow, settings({ pageCats: 2 })))
+  const stream = await streamOf(new Lists(slow, settings({ pageCats: 2 })))
   const received: Buffer[] = []
   stream.on('data', (chunk: Buffer) => received.push(chunk))
   await asked
@@ -172,18 +174,19 @@ t.test('a store that fails mid-stream ends the stream with its error', async (t)
   await fill(store, 6)
   let pages = 0
   const failing: ListedStore = {
+    pageEnd: store.pageEnd.bind(store),
     page: async (after: number, limit: number, maxBytes?: number): Promise<CatsPage> => {
       if (++pages > 1) throw new Error('the database is gone')
       return store.page(after, limit, maxBytes)
     }
   }
-  await t.rejects(readAll(await streamOf(new WholeLists(failing, settings({ pageCats: 2 })))), /the database is gone/)
+  await t.rejects(readAll(await streamOf(new Lists(failing, settings({ pageCats: 2 })))), /the database is gone/)
 })
 
 t.test('at most maxStreams lists stream at once; a place is free again when its response closes', async (t) => {
   const store = withObjects(new MemoryCatsStore())
   await fill(store, 10)
-  const lists = new WholeLists(store, settings({ maxStreams: 1, pageCats: 2 }))
+  const lists = new Lists(store, settings({ maxStreams: 1, pageCats: 2 }))
   const path = await serve(t, lists)
   const first = await open(path)
   t.equal(first.statusCode, 200)
@@ -201,11 +204,11 @@ t.test('at most maxStreams lists stream at once; a place is free again when its 
 t.test('a response whose client left before its list is read takes no place and gets nothing', async (t) => {
   const store = withObjects(new MemoryCatsStore())
   await fill(store, 10)
-  const lists = new WholeLists(store, settings({ pageCats: 2 }))
-  const answers: Array<string | Readable | undefined> = []
+  const lists = new Lists(store, settings({ pageCats: 2 }))
+  const answers: Array<ListAnswer | undefined> = []
   const path = await serve(t, {
-    json: async (response: ServerResponse) => {
-      const answer = await lists.json(response)
+    json: async (response: ServerResponse, query: ListQuery) => {
+      const answer = await lists.json(response, query)
       answers.push(answer)
       return answer
     }
@@ -215,7 +218,7 @@ t.test('a response whose client left before its list is read takes no place and 
   await sleep(50)
   client.destroy()
   while (answers.length === 0) await sleep(5)
-  t.strictSame(answers, [''])
+  t.strictSame(answers, [{ body: '', last: 0, more: false }])
   t.equal(lists.streams, 0)
 })
 
@@ -223,7 +226,7 @@ t.test('a reader that takes nothing for writeTimeoutMs has its response closed; 
   const store = withObjects(new MemoryCatsStore())
   // 2 MB: far more than the Unix socket's buffers hold.
   await fill(store, 2000, (index) => `cat ${index} ${'x'.repeat(1000)}`)
-  const lists = new WholeLists(store, settings({ writeTimeoutMs: 1000, chunkBytes: 16 * 1024 }))
+  const lists = new Lists(store, settings({ writeTimeoutMs: 1000, chunkBytes: 16 * 1024 }))
   const path = await serve(t, lists)
 
   const stalled = await open(path)
@@ -256,4 +259,67 @@ t.test('cursors name a position and only those this service made are accepted', 
   for (const bad of ['', 'x', encodeCursor(1) + '=', Buffer.from('0').toString('base64url'), Buffer.from('-1').toString('base64url'), Buffer.from('1e3').toString('base64url'), Buffer.from('1234567890123456').toString('base64url')]) {
     t.equal(decodeCursor(bad), undefined, `rejects ${JSON.stringify(bad)}`)
   }
+})
+
+t.test('a page that fits one chunk is one string with where it ends; a larger one streams its first N cats', async (t) => {
+  const store = withObjects(new MemoryCatsStore())
+  await fill(store, 10)
+  const whole = await store.list()
+  const lists = new Lists(store, settings({ pageCats: 2 }))
+  t.strictSame(await lists.json(unsent(), { after: 0, limit: 2 }), { body: JSON.stringify(whole.slice(0, 2)), last: 2, more: true }, 'one read holds the page')
+  t.strictSame(await lists.json(unsent(), { after: 8, limit: 2 }), { body: JSON.stringify(whole.slice(8)), last: 10, more: false }, 'the last page')
+  t.strictSame(await lists.json(unsent(), { after: 9, limit: 5 }), { body: JSON.stringify(whole.slice(9)), last: 10, more: false }, 'a short last page')
+
+  const answer = await lists.json(unsent(), { after: 1, limit: 5 })
+  t.equal(answer?.last, 6, 'the page ends at the fifth cat after the first')
+  t.equal(answer?.more, true)
+  t.equal(lists.streams, 1, 'a streamed page takes a place')
+  if (!(answer?.body instanceof Readable)) throw new Error('a page of more than one read streams')
+  t.equal(Buffer.concat(await readAll(answer.body)).toString(), JSON.stringify(whole.slice(1, 6)))
+
+  const last = await lists.json(unsent(), { after: 4, limit: 10 })
+  t.strictSame([last?.last, last?.more], [10, false], 'a streamed page that ends the list')
+  if (!(last?.body instanceof Readable)) throw new Error('a page of more than one read streams')
+  t.equal(Buffer.concat(await readAll(last.body)).toString(), JSON.stringify(whole.slice(4)))
+})
+
+t.test('a streamed page keeps the cats counted when it began: removed ones are left out, none created later is added', async (t) => {
+  const store = withObjects(new MemoryCatsStore())
+  await fill(store, 8)
+  const answer = await streamOf(new Lists(store, settings({ pageCats: 2 })), { after: 0, limit: 5 })
+  await Promise.all([store.remove(3), store.remove(5)])
+  await fill(store, 3, (index) => `new ${index}`)
+  const json = Buffer.concat(await readAll(answer)).toString()
+  t.strictSame(JSON.parse(json).map((cat: { name: string }) => cat.name), ['cat 0', 'cat 1', 'cat 3'], 'cats 2 and 4 were removed; cat 5 follows the page')
+})
+
+t.test('a page is bounded in bytes like a whole list: a page of 1,000 large cats is read a chunk at a time', async (t) => {
+  const store = withObjects(new MemoryCatsStore())
+  await fill(store, 1200, () => 'x'.repeat(1000))
+  const reads: number[] = []
+  const counting: ListedStore = {
+    pageEnd: store.pageEnd.bind(store),
+    page: async (after: number, limit: number, maxBytes?: number, through?: number): Promise<CatsPage> => {
+      const page = await store.page(after, limit, maxBytes, through)
+      reads.push(Buffer.byteLength(page.items))
+      return page
+    }
+  }
+  const chunks = await readAll(await streamOf(new Lists(counting, settings({ chunkBytes: 16 * 1024 })), { after: 0, limit: 1000 }))
+  t.equal(Buffer.concat(chunks).toString(), JSON.stringify((await store.list()).slice(0, 1000)))
+  t.ok(reads.length > 50 && reads.every((bytes) => bytes <= 16 * 1024), `${reads.length} reads, none over 16 KiB`)
+  t.ok(chunks.every((chunk) => chunk.length <= 16 * 1024))
+})
+
+t.test('a streamed page counts toward maxStreams', async (t) => {
+  const store = withObjects(new MemoryCatsStore())
+  // A page of 1 MB: far more than the Unix socket's buffers hold, so the first one streams until its reader reads.
+  await fill(store, 1000, (index) => `cat ${index} ${'x'.repeat(1000)}`)
+  const lists = new Lists(store, settings({ maxStreams: 1, chunkBytes: 16 * 1024 }))
+  const path = await serve(t, lists, undefined, { after: 0, limit: 1000 })
+  const first = await open(path)
+  t.equal(first.statusCode, 200)
+  t.equal(lists.streams, 1)
+  t.equal((await get(path)).status, 503, 'a second page while the first streams')
+  first.destroy()
 })

@@ -48,7 +48,7 @@ t.test('a page is a new object each time; changing one does not change the repos
   const cats = await repositoryWith(2)
   const stored = '{"id":1,"name":"cat1","age":1,"breed":"Mixed"},{"id":2,"name":"cat2","age":2,"breed":"Mixed"}'
   const page = await cats.page(0, 10)
-  t.strictSame(page, { items: stored, last: 2, more: false })
+  t.strictSame(page, { items: stored, cats: 2, last: 2, more: false })
   page.items = '{"id":9,"name":"cat9","age":1,"breed":"Tabby"}'
   page.last = 9
   page.more = true
@@ -58,7 +58,7 @@ t.test('a page is a new object each time; changing one does not change the repos
   listed[0].name = 'changed'
   t.equal(cats.size, 2)
   t.strictSame(await names(cats), ['cat1', 'cat2'])
-  t.strictSame(await cats.page(0, 10), { items: stored, last: 2, more: false }, 'the next page is as stored')
+  t.strictSame(await cats.page(0, 10), { items: stored, cats: 2, last: 2, more: false }, 'the next page is as stored')
   t.not(await cats.page(0, 10), await cats.page(0, 10))
 })
 

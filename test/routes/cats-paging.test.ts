@@ -1,7 +1,11 @@
-import t from 'tap'
-import type { LightMyRequestResponse } from 'fastify'
-import { build } from '../support/app.js'
+import type { AddressInfo } from 'node:net'
+import t, { type Test } from 'tap'
+import Fastify, { type LightMyRequestResponse } from 'fastify'
+import serviceApp from '../../src/app.js'
+import { build, testConfig } from '../support/app.js'
 import { withObjects } from '../support/cat-objects.js'
+import { exchange, head, jsonHead } from '../support/raw-http.js'
+import { encodeCursor } from '../../src/cats/list-paging.js'
 
 const names = (body: string): string[] => JSON.parse(body).map((cat: { name: string }) => cat.name)
 
@@ -59,4 +63,68 @@ t.test('the whole list of more than one page is streamed as one JSON array', asy
   t.equal(res.statusCode, 200)
   t.match(res.headers['content-type'], /^application\/json/)
   t.equal(res.body, JSON.stringify(await withObjects(app.catsStore).list()))
+})
+
+t.test('a page larger than one chunk streams the first N cats, with its Link and ETag; a small page is sent at once', async (t) => {
+  const app = await build(t)
+  const name = 'x'.repeat(8000)
+  for (let index = 0; index < 20; index++) await app.catsStore.createJson({ name: `${index} ${name}`, age: index, breed: 'x' })
+  const whole = await withObjects(app.catsStore).list()
+  const first = await app.inject('/cats?limit=15')
+  t.equal(first.statusCode, 200)
+  t.equal(first.headers['content-length'], undefined, 'streamed: 15 cats of 8 KB are more than a 64 KiB chunk')
+  t.equal(first.body, JSON.stringify(whole.slice(0, 15)), 'the first 15 cats')
+  t.equal(first.headers.link, `</cats?limit=15&after=${encodeCursor(15)}>; rel="next"`)
+  const etag = String(first.headers.etag)
+  t.equal((await app.inject({ url: '/cats?limit=15', headers: { 'if-none-match': etag } })).statusCode, 304, 'the ETag still answers 304')
+  const rest = await app.inject(`/cats?limit=15&after=${encodeCursor(15)}`)
+  t.equal(rest.body, JSON.stringify(whole.slice(15)))
+  t.equal(rest.headers.link, undefined, 'the last page has no Link')
+  const small = await app.inject('/cats?limit=2')
+  t.equal(small.headers['content-length'], String(Buffer.byteLength(small.body)), 'a page that fits one chunk is one string')
+  t.equal(small.headers.link, `</cats?limit=2&after=${encodeCursor(2)}>; rel="next"`)
+})
+
+/** The Link of GET `target` sent as it is over a raw socket (what a client library would normalise). */
+async function linkOf (t: Test, port: number, target: string): Promise<string | undefined> {
+  const result = await exchange(port, ({ socket }) => { socket.write(head('GET', target)) }, 5000)
+  t.equal(result.responses[0]?.status, 200, target)
+  return result.responses[0]?.headers.link
+}
+
+const hostileTargets = (prefix: string): string[] => [
+  `${prefix}/cats#>;rel=prev,<https://evil.example/steal>;rel=next,<&limit=1`,
+  `http://evil.example${prefix}/cats?limit=1`
+]
+
+t.test('the Link names the service\'s route, never the request target: a fragment or an absolute-form target chooses nothing', async (t) => {
+  const app = await build(t)
+  for (let index = 0; index < 3; index++) await app.catsStore.createJson({ name: `c${index}`, age: index, breed: 'x' })
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const { port } = app.server.address() as AddressInfo
+  for (const target of hostileTargets('')) {
+    const link = await linkOf(t, port, target)
+    t.comment(`${target} → Link: ${link}`)
+    t.equal(link, `</cats?limit=1&after=${encodeCursor(1)}>; rel="next"`, target)
+  }
+})
+
+t.test('under a host\'s prefix, the Link is the prefixed route', async (t) => {
+  const host = Fastify({ logger: false })
+  await host.register(serviceApp, { prefix: '/api', config: testConfig })
+  t.teardown(() => host.close())
+  await host.listen({ host: '127.0.0.1', port: 0 })
+  const { port } = host.server.address() as AddressInfo
+  for (let index = 0; index < 3; index++) {
+    const created = await exchange(port, ({ socket }) => {
+      const body = JSON.stringify({ name: `c${index}`, age: index, breed: 'x' })
+      socket.write(jsonHead('POST', '/api/cats', Buffer.byteLength(body)) + body)
+    }, 5000)
+    t.equal(created.responses[0]?.status, 201)
+  }
+  for (const target of [...hostileTargets('/api'), '/api/cats?limit=1']) {
+    const link = await linkOf(t, port, target)
+    t.comment(`${target} → Link: ${link}`)
+    t.equal(link, `</api/cats?limit=1&after=${encodeCursor(1)}>; rel="next"`, target)
+  }
 })

@@ -7,6 +7,7 @@ import { pathToFileURL } from 'node:url'
 import type { Test } from 'tap'
 import { TEST_SECRET } from './app.js'
 import { baseEnv, plainNode } from './server.js'
+import { adminClient, freshServerSchema } from './sql-schemas.js'
 
 /**
  * The built service (dist/src, as `npm run build` leaves it) with the standalone server's options, in a
@@ -27,31 +28,55 @@ await server.register(fp(app), { config })
 await server.ready()
 const cats = Number(process.env.FILL_CATS)
 const large = Number(process.env.FILL_LARGE_CATS)
-const largeName = 'x'.repeat(Number(process.env.FILL_LARGE_CAT_BYTES))
-for (let index = 0; index < cats; index++) {
-  // The memory store answers synchronously; the loop yields every 10,000 cats.
-  server.catsStore.createJson({ name: index < large ? largeName : 'cat ' + index, age: index % 30, breed: 'Siamese' })
-  if (index % 10000 === 9999) await new Promise((resolve) => setImmediate(resolve))
+const largeBytes = Number(process.env.FILL_LARGE_CAT_BYTES)
+if (config.DATABASE_URL === undefined) {
+  const largeName = 'x'.repeat(largeBytes)
+  for (let index = 0; index < cats; index++) {
+    // The memory store answers synchronously; the loop yields every 10,000 cats.
+    server.catsStore.createJson({ name: index < large ? largeName : 'cat ' + index, age: index % 30, breed: 'Siamese' })
+    if (index % 10000 === 9999) await new Promise((resolve) => setImmediate(resolve))
+  }
+} else {
+  // The same cats, as the store writes them, in one statement on the service's (migrated) schema.
+  const { default: pg } = await import('pg')
+  const client = new pg.Client(config.DATABASE_URL)
+  await client.connect()
+  const schema = '"' + config.DATABASE_SCHEMA + '".'
+  await client.query(\`INSERT INTO \${schema}cats (id, data) SELECT g, ('{"id":' || g || ',"name":"' ||
+    CASE WHEN g <= $2 THEN repeat('x', $3) ELSE 'cat ' || (g - 1) END || '","age":' || ((g - 1) % 30) || ',"breed":"Siamese"}')::json
+    FROM generate_series(1, $1::integer) AS g\`, [cats, large, largeBytes])
+  await client.query(\`UPDATE \${schema}cats_count SET count = $1\`, [cats])
+  await client.query(\`VACUUM ANALYZE \${schema}cats\`)
+  await client.end()
 }
 await new Promise((resolve) => setTimeout(resolve, 1500))
 await server.listen({ host: '127.0.0.1', port: 0 })
 if (process.env.TIME_TURNS === 'true') {
-  // The longest gap between two turns of a 2 ms timer since the parent last asked, and the CPU time the process
-  // (all its threads) used in it: a gap of little CPU is time the process was not running, not work it did.
+  // The longest gap between two turns of a 2 ms timer since the parent last asked, the CPU time the process (all its
+  // threads, the garbage collector's helpers too) used in it and the main thread's own (its schedstat, in ns): a gap
+  // of little CPU is time the process was not running, not work it did. Also the most main-thread CPU of any gap.
+  const { readFileSync } = await import('node:fs')
+  const mainCpu = () => Number(readFileSync('/proc/thread-self/schedstat', 'latin1').split(' ', 1)[0]) / 1e6
   let wall = performance.now()
   let cpu = process.cpuUsage()
-  let longest = { wallMs: 0, cpuMs: 0 }
+  let main = mainCpu()
+  const none = { wallMs: 0, cpuMs: 0, mainMs: 0, mostMainMs: 0 }
+  let longest = { ...none }
   setInterval(() => {
     const nowWall = performance.now()
     const nowCpu = process.cpuUsage()
+    const nowMain = mainCpu()
     const wallMs = nowWall - wall
-    if (wallMs > longest.wallMs) longest = { wallMs, cpuMs: (nowCpu.user + nowCpu.system - cpu.user - cpu.system) / 1000 }
+    const mainMs = nowMain - main
+    if (wallMs > longest.wallMs) longest = { ...longest, wallMs, cpuMs: (nowCpu.user + nowCpu.system - cpu.user - cpu.system) / 1000, mainMs }
+    if (mainMs > longest.mostMainMs) longest.mostMainMs = mainMs
     wall = nowWall
     cpu = nowCpu
+    main = nowMain
   }, 2)
   process.on('SIGUSR2', () => {
     console.log('longest turn ' + JSON.stringify(longest))
-    longest = { wallMs: 0, cpuMs: 0 }
+    longest = { ...none }
   })
 }
 console.log('filled ' + server.server.address().port)
@@ -66,12 +91,20 @@ export interface FilledServerOptions {
   env?: Record<string, string>
   /** Whether the child times the turns of its event loop (see `longestTurn`; SIGUSR2 asks for it). */
   timeTurns?: boolean
+  /** A PostgreSQL server: the cats are stored there, in a schema of the test's own (dropped on teardown). */
+  databaseUrl?: string
+  /** The one CPU the child may run on (taskset), so that the load of the test's own processes runs beside it. */
+  cpu?: number
 }
 
-/** The longest time between two turns of the child's event loop, and the CPU time the child used meanwhile. */
+/** The longest time between two turns of the child's event loop, and the CPU time the child (and its main thread) used meanwhile. */
 export interface LongestTurn {
   wallMs: number
   cpuMs: number
+  /** The CPU time of the child's main thread alone in that longest turn. */
+  mainMs: number
+  /** The most CPU time the main thread used between any two turns (the turn of the most work, whatever its wall time). */
+  mostMainMs: number
 }
 
 export interface FilledServer {
@@ -85,8 +118,11 @@ export interface FilledServer {
 }
 
 /** Starts a filled server that the test's teardown stops. */
-export async function startFilledServer (t: Test, { cats, largeCats = 0, largeCatBytes = 8000, env = {}, timeTurns = false }: FilledServerOptions): Promise<FilledServer> {
-  const child = spawn(...plainNode('--input-type=module', '-e', FILLED_SERVER), {
+export async function startFilledServer (t: Test, options: FilledServerOptions): Promise<FilledServer> {
+  const { cats, largeCats = 0, largeCatBytes = 8000, env = {}, timeTurns = false, databaseUrl, cpu } = options
+  const database = databaseUrl === undefined ? {} : { DATABASE_URL: databaseUrl, DATABASE_SCHEMA: await freshServerSchema(t, await adminClient(t, databaseUrl), 'filled') }
+  const [command, args] = plainNode('--input-type=module', '-e', FILLED_SERVER)
+  const child = spawn(cpu === undefined ? command : 'taskset', cpu === undefined ? args : ['-c', String(cpu), command, ...args], {
     cwd: join(import.meta.dirname, '..', '..'),
     env: {
       ...baseEnv,
@@ -98,6 +134,7 @@ export async function startFilledServer (t: Test, { cats, largeCats = 0, largeCa
       CATS_MAX: String(Math.max(1, cats)),
       LOG_LEVEL: 'warn',
       TIME_TURNS: String(timeTurns),
+      ...database,
       ...env
     }
   })
