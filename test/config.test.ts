@@ -262,8 +262,8 @@ t.test('envFile: a .env file fills in what the source does not set, and the sour
   t.equal(config.JWT_SECRET, SECRET, 'from the file')
   t.equal(config.PORT, 4000, 'from the file, coerced')
   t.equal(config.CATS_AUTH, 'public', 'the source wins over the file')
-  t.strictSame(loadDatabaseConfig({}, { envFile }), { DATABASE_URL: 'pglite://from-file' })
-  t.strictSame(loadDatabaseConfig({ DATABASE_URL: 'pglite://memory' }, { envFile }), { DATABASE_URL: 'pglite://memory' })
+  t.strictSame(loadDatabaseConfig({}, { envFile }), { DATABASE_URL: 'pglite://from-file', DATABASE_POOLER: 'none' })
+  t.strictSame(loadDatabaseConfig({ DATABASE_URL: 'pglite://memory' }, { envFile }), { DATABASE_URL: 'pglite://memory', DATABASE_POOLER: 'none' })
   t.equal(loadConfig({ JWT_SECRET: SECRET }, { envFile: join(dir, 'missing.env') }).PORT, 3000, 'a missing file is no error')
 })
 
