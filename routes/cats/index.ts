@@ -20,7 +20,7 @@ import { findPatchProblems } from '../../src/cats/merge-patch.js'
 import { invalidRequest } from '../../src/http/validation-issues.js'
 import { writesAllowed } from '../../src/cats/low-memory.js'
 import { findMergeProblems } from '../../src/cats/merge-safety.js'
-import { clientAddress } from '../../src/http/client-address.js'
+import { addressOf, clientAddress } from '../../src/http/client-address.js'
 import { mapMaybePromise, type MaybePromise } from '../../src/maybe-promise.js'
 import type { FieldError } from '../../src/http/validation-issues.js'
 import { serviceDecorator } from '../../src/service-scope.js'
@@ -119,7 +119,7 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
       // A hash, not the body: a repeat is recognised without keeping what it sent.
       fingerprint: createHash('sha256').update(JSON.stringify([name, age, breed])).digest('base64url'),
       // The keys a client may keep are counted against it: the user, or the address as every limit per client counts it.
-      client: user ?? clientAddress(request.ip)
+      client: user ?? clientAddress(addressOf(request))
     })
     return mapMaybePromise(result, ({ json, replayed }) => {
       if (replayed) reply.header('idempotent-replayed', 'true')
