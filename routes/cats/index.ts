@@ -225,6 +225,10 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
     scope.removeAllContentTypeParsers()
     // Fastify's JSON parser as it parses by default: a __proto__ or constructor.prototype key is an error.
     scope.addContentTypeParser(MERGE_PATCH_CONTENT_TYPE, { parseAs: 'string' }, scope.getDefaultJsonParser('error', 'error'))
+    // RFC 5789 §2.2: a 415 names the patch formats the resource takes.
+    scope.addHook('onError', async (_request, reply, error) => {
+      if (error.statusCode === 415) reply.header('accept-patch', MERGE_PATCH_CONTENT_TYPE)
+    })
     scope.patch('/:id', {
       ...authHook,
       schema: {
