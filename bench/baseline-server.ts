@@ -22,7 +22,9 @@ import type { ErrorReply, ValidationIssue } from '../src/http/schemas.js'
 import { ServiceMetrics, UNMATCHED_ROUTE } from '../src/metrics/service-metrics.js'
 import { SECURITY_HEADERS } from '../src/http/security-headers.js'
 import { requestId, type ConnectionSettings } from '../src/http/server-options.js'
-import { CollectionFull, InvalidCredentials, InvalidToken, MissingToken, retryAfterFor, RouteNotFound, TooManyLoginsInProgress, type ServiceError } from '../src/errors.js'
+import { CollectionFull, InvalidCredentials, InvalidToken, MethodNotAllowed, MissingToken, retryAfterFor, RouteNotFound, TooManyLoginsInProgress, type ServiceError } from '../src/errors.js'
+import { LOGIN_CHALLENGE } from '../src/http/error-handler.js'
+import { RouteMethods } from '../src/http/route-methods.js'
 
 /**
  * The reference point of the benchmark: the service's routes and semantics on
@@ -112,7 +114,16 @@ function sendInvalid (res: ServerResponse, issues: Issue[]): void {
   sendError(res, 400, message, 'FST_ERR_VALIDATION', issues)
 }
 
+/** The methods of the service's paths that the baseline serves, for the service's 405 with Allow. */
+const ROUTES = new RouteMethods()
+for (const [url, methods] of Object.entries({
+  '/profile': ['GET', 'HEAD'], '/auth/login': ['POST'], '/auth/logout': ['POST'], '/cats': ['GET', 'HEAD', 'POST'], '/cats/:id': ['GET', 'HEAD', 'PUT', 'PATCH', 'DELETE']
+})) ROUTES.add({ method: methods, url, prefix: '' })
+
 function notFound (req: IncomingMessage, res: ServerResponse): void {
+  const path = pathOf(req)
+  const allowed = ROUTES.allowed(path)
+  if (allowed !== undefined) return sendServiceError(res, new MethodNotAllowed(String(req.method), path), { allow: allowed.join(', ') })
   sendServiceError(res, new RouteNotFound(String(req.method), String(req.url)))
 }
 
@@ -165,7 +176,7 @@ function pathOf (req: IncomingMessage): string {
 
 /** The route pattern the service labels a response with: its route's, or one label for every request no route matched. */
 function routeLabel (req: IncomingMessage, status: number): string {
-  if (status === 404) return UNMATCHED_ROUTE
+  if (status === 404 || status === 405) return UNMATCHED_ROUTE
   const path = pathOf(req)
   return path.startsWith('/cats/') ? '/cats/:id' : path
 }
@@ -274,7 +285,7 @@ export function createBaselineServer (options: BaselineOptions): Server {
       return sendInvalid(res, [{ field: 'body', message: 'must have a username (1-128) and a password (1-1024)' }])
     }
     users.verifyCredentials(username, password).then((user) => {
-      if (user === undefined) return sendServiceError(res, new InvalidCredentials())
+      if (user === undefined) return sendServiceError(res, new InvalidCredentials(), { 'www-authenticate': LOGIN_CHALLENGE })
       const token = sign({ sub: user.id, username: user.username, jti: randomUUID(), sid: randomUUID() })
       sendJson(res, 200, { access_token: token, token_type: 'Bearer', expires_in: expiresIn })
     }, () => {

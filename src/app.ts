@@ -5,7 +5,8 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import type { AppOptions, MetricsRegistry } from './app-options.js'
 import { useValidation } from './http/validator-compiler.js'
 import { serializersOnFirstUse } from './http/serializer-compiler.js'
-import { errorHandler, notFoundHandler } from './http/error-handler.js'
+import { errorHandler, notFoundHandlerFor } from './http/error-handler.js'
+import { RouteMethods } from './http/route-methods.js'
 import { ErrorReply, ProblemDetails, ValidationIssue } from './http/schemas.js'
 import { CatReply, CreateCatBody, DeleteReply, StoredCat } from './cats/schemas.js'
 import { Identity, LoginBody, LoginReply } from './auth/schemas.js'
@@ -41,7 +42,10 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, opts) => {
   fastify.setSchemaController({ compilersFactory: { buildSerializer: serializersOnFirstUse(SerializerSelector()) } })
   useValidation(fastify, componentSchemas)
   fastify.setErrorHandler(errorHandler)
-  fastify.setNotFoundHandler(notFoundHandler)
+  // The methods of each of the service's paths, as its routes are registered below: a known path with another method is a 405.
+  const routeMethods = new RouteMethods()
+  fastify.addHook('onRoute', routeMethods.add)
+  fastify.setNotFoundHandler(notFoundHandlerFor(routeMethods))
   // The service takes JSON only (PATCH takes merge patches, in a scope of its own): the parsers it inherits from the
   // host (text, multipart, forms, a catch-all) go, so any other media type is a 415 whatever the host registered.
   // JSON is parsed as the host's server options say (__proto__ and constructor.prototype keys).

@@ -31,6 +31,8 @@ export const retryAfterFor = (code: string): number | undefined => retryAfterByC
 // Requests. Validation keeps Fastify's code, so a client handles schema and merge-safety failures alike.
 export const InvalidRequest = define<[message: string]>('FST_ERR_VALIDATION', '%s', 400)
 export const RouteNotFound = define<[method: string, url: string]>('HTTP_ERR_ROUTE_NOT_FOUND', 'Route %s %s not found', 404)
+// A path the service serves, with a method it does not serve there: the answer's Allow lists those it does.
+export const MethodNotAllowed = define<[method: string, path: string]>('HTTP_ERR_METHOD_NOT_ALLOWED', 'Method %s is not allowed on %s; see Allow', 405)
 export const ClientTimeout = define('HTTP_ERR_CLIENT_TIMEOUT', 'The request took too long to arrive', 408)
 export const HeadersTooLarge = define('HTTP_ERR_HEADERS_TOO_LARGE', 'The request headers are too large', 431)
 // A 429 raised without a code of its own: a host's rate limit (e.g. @fastify/rate-limit) on the service's routes.

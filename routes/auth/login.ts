@@ -6,7 +6,7 @@ import {
 } from '../../src/http/error-response-schemas.js'
 import { durationToSeconds } from '../../src/config.js'
 import { InvalidCredentials } from '../../src/errors.js'
-import { clientAddress } from '../../src/http/client-address.js'
+import { addressOf, clientAddress } from '../../src/http/client-address.js'
 import { serviceDecorator } from '../../src/service-scope.js'
 
 const login: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -46,11 +46,11 @@ const login: FastifyPluginAsyncTypebox = async (fastify) => {
     reply.raw.once('close', () => { if (!reply.raw.writableEnded) clientGone.abort() })
     // Refused (429) or counted by the protection, the same way for unknown and known usernames; per client
     // address as every limit per client counts it (an IPv6 client by its /64).
-    const user = await protection.check(username, clientAddress(request.ip),
+    const user = await protection.check(username, clientAddress(addressOf(request)),
       () => users.verifyCredentials(username, password, clientGone.signal))
     if (user === undefined) throw new InvalidCredentials()
     // A new session: the access token carries its id (sid) and a jti of its own, plus a refresh token when they are on.
-    const { accessToken, refreshToken } = await sessions.start(user, { address: request.ip, userAgent: request.headers['user-agent'] ?? '' })
+    const { accessToken, refreshToken } = await sessions.start(user, { address: addressOf(request), userAgent: request.headers['user-agent'] ?? '' })
     // RFC 6749 §5.1: token responses must not be cached.
     reply.header('cache-control', 'no-store')
     return { access_token: accessToken, token_type: 'Bearer' as const, expires_in: expiresIn, refresh_token: refreshToken }

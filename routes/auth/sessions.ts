@@ -21,7 +21,9 @@ const sessionRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       security: BEARER_SECURITY,
       response: { 200: SessionList, 401: unauthorized, 503: sessionsUnavailable }
     }
-  }, async (request) => {
+  }, async (request, reply) => {
+    // The list names sessions and where they are used: no cache keeps it (as login's and refresh's tokens).
+    reply.header('cache-control', 'no-store')
     return await sessions.list(verifiedOf(request).claims)
   })
 

@@ -19,7 +19,7 @@ import { findPatchProblems } from '../../src/cats/merge-patch.js'
 import { invalidRequest } from '../../src/http/validation-issues.js'
 import { writesAllowed } from '../../src/cats/low-memory.js'
 import { findMergeProblems } from '../../src/cats/merge-safety.js'
-import { clientAddress } from '../../src/http/client-address.js'
+import { addressOf, clientAddress } from '../../src/http/client-address.js'
 import { mapMaybePromise, type MaybePromise } from '../../src/maybe-promise.js'
 import type { FieldError } from '../../src/http/validation-issues.js'
 import { serviceDecorator } from '../../src/service-scope.js'
@@ -122,7 +122,7 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
       // A hash, not the body: a repeat is recognised without keeping what it sent.
       fingerprint: createHash('sha256').update(JSON.stringify([name, age, breed])).digest('base64url'),
       // The keys a client may keep are counted against it: the user, or the address as every limit per client counts it.
-      client: user ?? clientAddress(request.ip)
+      client: user ?? clientAddress(addressOf(request))
     })
     return mapMaybePromise(result, ({ json, replayed }) => {
       if (replayed) reply.header('idempotent-replayed', 'true')
@@ -222,6 +222,10 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
     scope.removeAllContentTypeParsers()
     // Fastify's JSON parser as it parses by default: a __proto__ or constructor.prototype key is an error.
     scope.addContentTypeParser(MERGE_PATCH_CONTENT_TYPE, { parseAs: 'string' }, scope.getDefaultJsonParser('error', 'error'))
+    // RFC 5789 §2.2: a 415 names the patch formats the resource takes.
+    scope.addHook('onError', async (_request, reply, error) => {
+      if (error.statusCode === 415) reply.header('accept-patch', MERGE_PATCH_CONTENT_TYPE)
+    })
     scope.patch('/:id', {
       ...authHook,
       schema: {

@@ -2,6 +2,7 @@ import { schemaPrefix } from '../db/own-schema.js'
 import type { SqlClient, SqlExecutor } from '../db/sql-client.js'
 import type { DependencyStatus } from '../dependency-status.js'
 import type { Denylist } from './denylist.js'
+import { LegacyTokenHashes } from './legacy-refresh-tokens.js'
 import type { UserId } from './schemas.js'
 import {
   decideRotation, DEFAULT_ENDED_KEEP_MS, outcomeOf, sessionStoreCall, SKEW_MARGIN_MS, type RefreshLimit, type Rotation, type SessionRecord, type SessionStore,
@@ -167,8 +168,22 @@ export class SqlSessionStore implements SessionStore {
     )
   }
 
-  /** The session whose pre-upgrade refresh token has this SHA-256 hash: that token is its generation 0. */
+  /** The hashes of the pre-upgrade refresh tokens, read at the first token of that form (see LegacyTokenHashes). */
+  #legacyHashes: Promise<LegacyTokenHashes> | undefined
+
+  /**
+   * The session whose pre-upgrade refresh token has this SHA-256 hash: that token is its generation 0. A hash that
+   * no such token has is answered without a query, once the process has read them (one query, at the first).
+   */
   async legacySession (tokenHash: Buffer): Promise<string | undefined> {
+    this.#legacyHashes ??= sessionStoreCall(this.status, () => this.client.query<{ legacy_token_hash: Uint8Array }>(
+      `SELECT legacy_token_hash FROM ${this.#table} WHERE legacy_token_hash IS NOT NULL`
+    )).then((rows) => new LegacyTokenHashes(rows.map((row) => row.legacy_token_hash)), (error: unknown) => {
+      // Read again at the next token of that form.
+      this.#legacyHashes = undefined
+      throw error
+    })
+    if (!(await this.#legacyHashes).mayHave(tokenHash)) return undefined
     const [row] = await sessionStoreCall(this.status, () => this.client.query<{ id: string }>(
       `SELECT id FROM ${this.#table} WHERE legacy_token_hash = $1`, [tokenHash]
     ))

@@ -1,6 +1,13 @@
 import { isIPv6 } from 'node:net'
 
 /**
+ * The request's client address, or '' when it has none: Fastify reads `request.ip` from the socket, so it is
+ * undefined (whatever its type says) once a client that sent its request and left has had its socket closed.
+ * A client that has gone is no error: it counts as the client '' and its session shows no address.
+ */
+export const addressOf = (request: { readonly ip: string | undefined }): string => request.ip ?? ''
+
+/**
  * The address a client is counted by, for every limit per client (failed logins, idempotency keys).
  * An IPv4-mapped IPv6 address (`::ffff:192.0.2.1`, as a dual-stack socket reports an IPv4 peer) is that
  * IPv4 address, so one client is not two. Any other IPv6 address counts as its /64 (`2001:db8:0:1::/64`):

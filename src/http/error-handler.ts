@@ -1,7 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { errorBody } from './error-body.js'
 import { sendError } from './problem-details.js'
-import { InternalError, isServiceError, Overloaded, retryAfterFor, RouteNotFound, TooManyRequests } from '../errors.js'
+import { InternalError, isServiceError, MethodNotAllowed, Overloaded, retryAfterFor, RouteNotFound, TooManyRequests } from '../errors.js'
+import type { RouteMethods } from './route-methods.js'
 import { toIssues, type FieldError } from './validation-issues.js'
 
 // A 4xx raised without a code of its own (not by Fastify, which names all of its errors).
@@ -19,6 +20,13 @@ export interface ThrownError extends Error {
   /** Seconds for Retry-After when it depends on the case (e.g. how long a lock lasts). */
   retryAfter?: number
 }
+
+/**
+ * The challenge of a 401 that is not the token guard's (which sends `Bearer`, RFC 6750): a wrong password at login,
+ * a refused refresh token. Those routes take no bearer token, so the scheme is the service's own: credentials go in
+ * the body of `POST /auth/login` (docs/api.md). Not `Basic`, which would make a browser prompt for a password.
+ */
+export const LOGIN_CHALLENGE = 'Login realm="cats-auth-service"'
 
 const inErrorRange = (status: number | undefined): status is number => status !== undefined && status >= 400 && status <= 599
 
@@ -40,6 +48,8 @@ export function errorHandler (thrown: ThrownError, request: FastifyRequest, repl
   const code = !exposed ? INTERNAL.code : error.code ?? CODE_BY_STATUS.get(statusCode) ?? GENERIC_CLIENT_ERROR_CODE
   const retryAfter = error.retryAfter ?? retryAfterFor(code)
   if (retryAfter !== undefined) reply.header('retry-after', String(retryAfter))
+  // RFC 9110 §15.5.2: every 401 carries a challenge.
+  if (statusCode === 401 && reply.getHeader('www-authenticate') === undefined) reply.header('www-authenticate', LOGIN_CHALLENGE)
   const message = exposed ? error.message : INTERNAL.message
   const validation = exposed && error.validation !== undefined ? toIssues(error.validationContext ?? 'request', error.validation) : undefined
   sendError(request, reply, errorBody({ statusCode, code, message }, validation))
@@ -47,4 +57,21 @@ export function errorHandler (thrown: ThrownError, request: FastifyRequest, repl
 
 export function notFoundHandler (request: FastifyRequest, reply: FastifyReply): void {
   sendError(request, reply, errorBody(new RouteNotFound(request.method, request.url)))
+}
+
+/**
+ * The service's not-found handler: a path one of its routes has, with a method none of them serves, is a 405 with
+ * `Allow` (RFC 9110 §15.5.6); any other request no route matched, a 404.
+ */
+export function notFoundHandlerFor (routes: RouteMethods): (request: FastifyRequest, reply: FastifyReply) => void {
+  return (request, reply) => {
+    const path = request.url.split('?', 1)[0]
+    const allowed = routes.allowed(path)
+    if (allowed === undefined) {
+      notFoundHandler(request, reply)
+      return
+    }
+    reply.header('allow', allowed.join(', '))
+    sendError(request, reply, errorBody(new MethodNotAllowed(request.method, path)))
+  }
 }

@@ -1,6 +1,5 @@
 import { parse } from 'content-type'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { shorten } from './error-body.js'
 import type { ErrorReply, ProblemDetails } from './schemas.js'
 
 /**
@@ -93,6 +92,27 @@ function pathOf (url: string): string {
   return query === -1 ? url : url.slice(0, query)
 }
 
+// What a path may hold as it is (RFC 3986: unreserved, sub-delims, ':', '@', '/', and '%' of an escape).
+const NOT_IN_PATH = /[^A-Za-z0-9\-._~!$&'()*+,;=:@/%]|%(?![0-9A-Fa-f]{2})/gu
+
+/** A character's UTF-8 bytes as percent-escapes (a lone surrogate as U+FFFD's). */
+const percentEncoded = (character: string): string =>
+  [...Buffer.from(character, 'utf8')].map((byte) => `%${byte.toString(16).toUpperCase().padStart(2, '0')}`).join('')
+
+/**
+ * The path as a URI reference of at most `maxChars` characters: any character a path may not hold (a stray `%`
+ * included) percent-encoded, as UTF-8, then a longer one cut after its first `maxChars` characters, never inside
+ * a percent-escape. A cut path is still a reference (no ellipsis, which a URI may not hold): the start of the
+ * path the client sent.
+ */
+export function instanceOf (path: string, maxChars: number): string {
+  const reference = path.replace(NOT_IN_PATH, (character) => percentEncoded(character))
+  if (reference.length <= maxChars) return reference
+  const escape = reference.lastIndexOf('%', maxChars - 1)
+  // An escape is three characters: one that starts in the last two kept would be split.
+  return reference.slice(0, escape !== -1 && escape > maxChars - 3 ? escape : maxChars)
+}
+
 /** The error body as Problem Details for the request to `url`: the same status, message, code and issues. */
 export function problemDetails ({ statusCode, error, message, code, validation }: ErrorReply, url: string): ProblemDetails {
   const problem: ProblemDetails = {
@@ -100,7 +120,7 @@ export function problemDetails ({ statusCode, error, message, code, validation }
     title: error,
     status: statusCode,
     detail: message,
-    instance: shorten(pathOf(url), MAX_INSTANCE_CHARS),
+    instance: instanceOf(pathOf(url), MAX_INSTANCE_CHARS),
     code
   }
   if (validation !== undefined) problem.validation = validation

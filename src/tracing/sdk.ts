@@ -1,9 +1,9 @@
 import { FastifyOtelInstrumentation } from '@fastify/otel'
-import { context, diag, DiagLogLevel, propagation, ROOT_CONTEXT, trace, type Span } from '@opentelemetry/api'
+import { context, diag, DiagLogLevel, propagation, ROOT_CONTEXT, SpanStatusCode, trace, type Context, type Span, type SpanStatus } from '@opentelemetry/api'
 import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http'
 import { OTLPTraceExporter as OtlpProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto'
 import { defaultResource, detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources'
-import { BatchSpanProcessor, ConsoleSpanExporter, NodeTracerProvider, SimpleSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-node'
+import { BatchSpanProcessor, ConsoleSpanExporter, NodeTracerProvider, SimpleSpanProcessor, type ReadableSpan, type Span as SdkSpan, type SpanProcessor } from '@opentelemetry/sdk-trace-node'
 import type { FastifyBaseLogger, FastifyPluginCallback, FastifyRequest } from 'fastify'
 import type { TracesSettings } from './settings.js'
 
@@ -29,9 +29,44 @@ function nameRequestSpan (span: Span, request: FastifyRequest): void {
   span.setAttribute('url.path', request.url.split('?', 1)[0])
 }
 
+const UNSET: SpanStatus = { code: SpanStatusCode.UNSET }
+
+/** Whether a span is a request's, answered with a 4xx: it has the response status, as @fastify/otel sets it. */
+function answeredClientError (span: ReadableSpan): boolean {
+  const status = span.attributes['http.response.status_code']
+  return typeof status === 'number' && status >= 400 && status < 500
+}
+
+/**
+ * The semantic conventions leave a server span's status unset for a 4xx (the client's error, not the server's);
+ * @fastify/otel's onError hook sets it to ERROR for any error a route throws (a wrong password, a validation
+ * failure) and only a 5xx should keep it. This processor hands on such a request span with its status unset; every
+ * other span, and every 5xx, as it is. (An ERROR status cannot be unset on the span itself: the API ignores UNSET.)
+ */
+export class ClientErrorsUnset implements SpanProcessor {
+  constructor (private readonly next: SpanProcessor) {}
+
+  onStart (span: SdkSpan, parentContext: Context): void {
+    this.next.onStart(span, parentContext)
+  }
+
+  onEnd (span: ReadableSpan): void {
+    const unset = span.status.code === SpanStatusCode.ERROR && answeredClientError(span)
+    this.next.onEnd(unset ? new Proxy(span, { get: (target, key) => key === 'status' ? UNSET : Reflect.get(target, key, target) }) : span)
+  }
+
+  async forceFlush (): Promise<void> {
+    await this.next.forceFlush()
+  }
+
+  async shutdown (): Promise<void> {
+    await this.next.shutdown()
+  }
+}
+
 function spanProcessor (exporter: TracesSettings['exporters'][number], protocol: TracesSettings['protocol']): SpanProcessor {
-  if (exporter === 'console') return new SimpleSpanProcessor(new ConsoleSpanExporter())
-  return new BatchSpanProcessor(protocol === 'http/json' ? new OtlpJsonExporter() : new OtlpProtobufExporter())
+  if (exporter === 'console') return new ClientErrorsUnset(new SimpleSpanProcessor(new ConsoleSpanExporter()))
+  return new ClientErrorsUnset(new BatchSpanProcessor(protocol === 'http/json' ? new OtlpJsonExporter() : new OtlpProtobufExporter()))
 }
 
 /**

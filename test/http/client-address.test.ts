@@ -1,5 +1,5 @@
 import t from 'tap'
-import { clientAddress } from '../../src/http/client-address.js'
+import { addressOf, clientAddress } from '../../src/http/client-address.js'
 
 t.test('IPv4 addresses are counted as they are', async (t) => {
   for (const ip of ['127.0.0.1', '203.0.113.7', '10.0.0.255']) t.equal(clientAddress(ip), ip)
@@ -26,4 +26,10 @@ t.test('other IPv6 addresses count per /64', async (t) => {
 
 t.test('anything that is no IP address is kept as it is', async (t) => {
   for (const value of ['', 'unknown', 'localhost', '1.2.3', '2001:db8::1::2']) t.equal(clientAddress(value), value)
+})
+
+t.test('a request without an address (its socket closed before it was handled) counts as the client \'\'', async (t) => {
+  t.equal(addressOf({ ip: undefined }), '')
+  t.equal(addressOf({ ip: '203.0.113.7' }), '203.0.113.7')
+  t.equal(clientAddress(addressOf({ ip: undefined })), '')
 })

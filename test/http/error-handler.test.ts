@@ -1,6 +1,6 @@
 import t from 'tap'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import { errorHandler, notFoundHandler, type ThrownError } from '../../src/http/error-handler.js'
+import { errorHandler, LOGIN_CHALLENGE, notFoundHandler, type ThrownError } from '../../src/http/error-handler.js'
 import {
   CatTooLarge, CollectionFull, IdempotencyKeyInUse, IdempotencyKeyReused, InvalidCredentials, InvalidRequest, LoginLimiterUnavailable, StoreUnavailable,
   TooManyLoginAttempts
@@ -115,6 +115,16 @@ t.test('notFoundHandler answers 404 naming the route', async (t) => {
   t.strictSame(logged, [])
 })
 
+t.test('every 401 the handler sends carries a challenge: the service\'s own Login scheme unless one was set', async (t) => {
+  t.equal(handle(new InvalidCredentials()).reply.sentHeaders['www-authenticate'], LOGIN_CHALLENGE)
+  t.equal(handle(fastifyError('no', { statusCode: 401 })).reply.sentHeaders['www-authenticate'], LOGIN_CHALLENGE, 'a 401 without a code of its own')
+  const { request, reply } = fakes()
+  reply.header('www-authenticate', 'Bearer realm="host"')
+  errorHandler(new InvalidCredentials(), asRequest(request), asReply(reply))
+  t.equal(reply.sentHeaders['www-authenticate'], 'Bearer realm="host"', 'a challenge set before is kept')
+  t.equal(handle(new InvalidRequest('x')).reply.sentHeaders['www-authenticate'], undefined, 'no challenge on other statuses')
+})
+
 t.test('errorHandler sends a 4xx with its message and code, without logging', async (t) => {
   const { reply, logged } = handle(new InvalidCredentials())
   t.equal(reply.status, 401)
@@ -162,7 +172,7 @@ t.test('errors that ask the client to come back later carry Retry-After', async 
 })
 
 t.test('errorHandler sets only Vary when the error asks for no header', async (t) => {
-  t.strictSame(handle(new InvalidCredentials()).reply.sentHeaders, { vary: 'Accept' })
+  t.strictSame(handle(new IdempotencyKeyReused()).reply.sentHeaders, { vary: 'Accept' })
   t.strictSame(handle(fastifyError('x', { statusCode: 400 })).reply.sentHeaders, { vary: 'Accept' }, 'a Fastify error')
 })
 

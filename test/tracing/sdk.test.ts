@@ -1,8 +1,10 @@
 import t, { type Test } from 'tap'
 import Fastify, { type FastifyInstance } from 'fastify'
+import type { AppOptions } from '../../src/app-options.js'
 import { loadConfig, type ConfigInput } from '../../src/config.js'
 import { serverOptions } from '../../src/http/server-options.js'
-import { startTracing, type Tracing } from '../../src/tracing/sdk.js'
+import { ClientErrorsUnset, startTracing, type Tracing } from '../../src/tracing/sdk.js'
+import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-node'
 import type { TracesSettings } from '../../src/tracing/settings.js'
 import { logCapture, testConfig, unencapsulatedApp } from '../support/app.js'
 import { cheapDemoUsers } from '../support/cheap-users.js'
@@ -26,7 +28,8 @@ interface TracedServer {
  * The app as the standalone server runs it, with tracing started from `settings` and the OTEL_* variables in `env`
  * (the exporters read them when they are made). Closed and its tracing shut down on teardown if the test did not.
  */
-async function tracedServer (t: Test, settings: TracesSettings, env: Record<string, string>, config: Partial<ConfigInput> = {}): Promise<TracedServer> {
+async function tracedServer (t: Test, settings: TracesSettings, env: Record<string, string>, config: Partial<ConfigInput> = {},
+  options: Pick<AppOptions, 'validateToken'> = {}): Promise<TracedServer> {
   const { stream, text } = logCapture()
   const appConfig = loadConfig({ ...testConfig, LOG_LEVEL: 'info', CATS_AUTH: 'required', ...config })
   const server: FastifyInstance = Fastify(serverOptions(appConfig, stream, { traceIds: true }))
@@ -48,7 +51,7 @@ async function tracedServer (t: Test, settings: TracesSettings, env: Record<stri
     if (!shutDown) await shutdown()
   })
   await server.register(tracing.requestSpans)
-  await server.register(unencapsulatedApp, { config: appConfig, users: await cheapDemoUsers() })
+  await server.register(unencapsulatedApp, { config: appConfig, users: await cheapDemoUsers(), ...options })
   const base = await server.listen({ host: '127.0.0.1', port: 0 })
   const logs = (): Array<Record<string, unknown>> => text().trim().split('\n').map((line) => JSON.parse(line))
   return { base, tracing, logs }
@@ -113,6 +116,43 @@ t.test('OTLP/JSON: a span per request, continuing the incoming trace; its childr
     'every request\'s completed line carries ids')
   t.ok(logs().filter((line) => line.msg === 'Server listening at ' + base || line.msg === 'incoming request').every((line) => line.trace_id === undefined),
     'lines written outside a span carry none')
+})
+
+t.test('a request answered with a 4xx leaves its span\'s status unset; a 5xx sets it to ERROR', async (t) => {
+  const receiver = await otlpReceiver(t)
+  const { base, tracing } = await tracedServer(t, { exporters: ['otlp'], protocol: 'http/json' }, { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint }, {}, {
+    validateToken: (claims) => {
+      if (claims.username === 'maria') throw new Error('lookup failed')
+      return { userId: claims.sub, username: claims.username }
+    }
+  })
+  const post = async (path: string, body: unknown, headers: Record<string, string> = {}): Promise<number> =>
+    (await fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) })).status
+  t.equal(await post('/auth/login', { username: 'john', password: 'wrong' }), 401, 'a wrong password (thrown by the route)')
+  t.equal(await post('/cats', { name: 'Tom' }, { authorization: `Bearer ${await login(base)}` }), 400, 'a validation failure')
+  t.equal(await post('/cats', {}), 401, 'the guard\'s 401 (answered, not thrown)')
+  t.equal((await fetch(`${base}/cats/1`, { method: 'POST' })).status, 405)
+  const maria = await fetch(`${base}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'maria', password: 'guess' }) })
+  const { access_token: token } = await maria.json() as { access_token: string }
+  t.equal((await fetch(`${base}/profile`, { headers: { authorization: `Bearer ${token}` } })).status, 500, 'a failing token check')
+  await tracing.shutdown()
+  const statuses = receiver.spans().filter(({ attributes }) => typeof attributes['http.response.status_code'] === 'number')
+    .map(({ name, attributes, status }) => `${name} ${String(attributes['http.response.status_code'])} ${String(status.code ?? 0)}`)
+  t.strictSame(statuses.sort(), [
+    'GET /profile 500 2', 'POST /auth/login 200 0', 'POST /auth/login 200 0', 'POST /auth/login 401 0', 'POST /cats 400 0', 'POST /cats 401 0', 'POST 405 0'
+  ], 'status code 0 (unset) for each 4xx, 2 (ERROR) for the 5xx')
+})
+
+t.test('ClientErrorsUnset hands flushes and shutdowns on', async (t) => {
+  const exporter = new InMemorySpanExporter()
+  let flushed = 0
+  const inner = new SimpleSpanProcessor(exporter)
+  const flush = inner.forceFlush.bind(inner)
+  inner.forceFlush = async () => { flushed++; await flush() }
+  const processor = new ClientErrorsUnset(inner)
+  await processor.forceFlush()
+  await processor.shutdown()
+  t.equal(flushed, 1)
 })
 
 t.test('OTLP/protobuf, the specification\'s default protocol', async (t) => {
