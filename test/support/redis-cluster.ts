@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Test } from 'tap'
+import { Cluster } from 'ioredis'
 import { closedPort } from './ports.js'
 
 /** A Redis Cluster of the test's own on loopback ports: its nodes' addresses and how to stop one. */
@@ -81,4 +82,18 @@ async function untilOk (node: string): Promise<void> {
     await sleep(50)
   }
   throw new Error(`Redis node ${node} never reached cluster_state:ok`)
+}
+
+/** A client of the cluster of the test's own (ioredis's defaults), disconnected on `t`'s teardown. */
+export function clusterClient (t: Test, cluster: RedisCluster): Cluster {
+  const client = new Cluster(cluster.nodes.map((node) => ({ host: node.split(':')[0], port: Number(node.split(':')[1]) })))
+  client.on('error', () => {})
+  t.teardown(() => { client.disconnect() })
+  return client
+}
+
+/** Every key matching `pattern` on every master of the cluster. */
+export async function clusterKeys (client: Cluster, pattern: string): Promise<string[]> {
+  const keys = await Promise.all(client.nodes('master').map((node) => node.keys(pattern)))
+  return keys.flat()
 }
