@@ -113,6 +113,10 @@ export async function connectRedisCluster (setting: string, log: FastifyBaseLogg
     slotsRefreshInterval: 1000,
     redisOptions: FAIL_FAST
   })
+  // ioredis connects to a node at its first command, and without an offline queue it refuses the commands sent to a
+  // node still connecting: a first lookup of a slot on another node would answer 503. Every node is connected to as
+  // soon as the cluster names it (a node that does not answer ends, and is named again by a later MOVED or refresh).
+  cluster.on('+node', (node: Redis) => { node.connect().catch(() => {}) })
   return await connected(cluster, log, true)
 }
 
