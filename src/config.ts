@@ -14,6 +14,9 @@ const OneOf = (words: string[], fallback: string, description: string) =>
 /** One proxy address, CIDR or proxy-addr range name (loopback, linklocal, uniquelocal). */
 const PROXY = '(loopback|linklocal|uniquelocal|[0-9A-Fa-f:.]*[:.][0-9A-Fa-f:.]*(/[0-9]{1,3})?)'
 
+/** One Redis Cluster seed: `host:port`, an IPv6 address in brackets. */
+const SEED = '(\\[[0-9A-Fa-f:.]+\\]|[^,\\s:\\[\\]]+):[0-9]{1,5}'
+
 /**
  * The forms of TRUST_PROXY that do not let a client choose its own address: nobody trusted, a hop count
  * (at most 99), or a list of proxies. `true` is not one: it believes every X-Forwarded-For, whoever sends it.
@@ -66,6 +69,10 @@ const ConfigProperties = {
   }),
   DATABASE_POOLER: OneOf(['none', 'session', 'transaction'], 'none', 'The pool mode of a pooler between the service and PostgreSQL (PgBouncer; `statement` mode does not work): with one, the statement timeout is set per transaction and statement, not as a start-up parameter (which PgBouncer refuses)'),
   REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://.+', description: '`redis://…`: the failed-login counters and the logout denylist are shared by every instance (Redis 7 or later)' })),
+  REDIS_CLUSTER_NODES: Type.Optional(Type.String({
+    pattern: `^${SEED}( *, *${SEED})*$`,
+    description: 'Comma-separated `host:port` seeds of a Redis Cluster (Redis 7 or later), used for every Redis role in place of `REDIS_URL` (not both): each user\'s sessions live on one node (see Scaling out in docs/operations.md)'
+  })),
   REDIS_KEY_PREFIX: Type.String({ default: 'cats-api:', description: 'Prefix of every Redis key the service writes, so several deployments can share one Redis' }),
   CATS_MAX: Type.Integer({ minimum: 1, default: 50_000, description: 'Most cats stored; past it `POST /cats` gets 507' }),
   WRITE_HEAP_RATIO: Type.Number({
@@ -204,6 +211,7 @@ export function loadConfig (source: Record<string, unknown>, { envFile }: Config
     throw inWords(error)
   }
   checkLifetimes(config)
+  checkRedis(config)
   return config
 }
 
@@ -216,6 +224,12 @@ function checkLifetimes ({ REFRESH_TOKENS, REFRESH_TOKEN_TTL, JWT_EXPIRES_IN }: 
   if (!REFRESH_TOKENS || durationToSeconds(REFRESH_TOKEN_TTL) >= durationToSeconds(JWT_EXPIRES_IN)) return
   throw new Error(`env/REFRESH_TOKEN_TTL (${REFRESH_TOKEN_TTL}) must not be shorter than env/JWT_EXPIRES_IN (${JWT_EXPIRES_IN}) ` +
     'when REFRESH_TOKENS is on: a session must stay listed, and endable, while its access tokens work')
+}
+
+/** One Redis or one Redis Cluster: with both settings, which one holds the denylist would be a guess. */
+function checkRedis ({ REDIS_URL, REDIS_CLUSTER_NODES }: Config): void {
+  if (REDIS_URL === undefined || REDIS_CLUSTER_NODES === undefined) return
+  throw new Error('env/REDIS_URL and env/REDIS_CLUSTER_NODES must not both be set: name one Redis server or one Redis Cluster')
 }
 
 /**

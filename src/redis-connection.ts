@@ -1,13 +1,21 @@
-import type { Redis } from 'ioredis'
+import type { Cluster, Command, Redis } from 'ioredis'
 import type { FastifyBaseLogger } from 'fastify'
 import { DependencyStatus } from './dependency-status.js'
 import { importOptionalPeer } from './optional-peer.js'
 import { childSpan, endFailed, SpanKind } from './tracing/spans.js'
 
+/** A client of one Redis server (REDIS_URL) or of a Redis Cluster (REDIS_CLUSTER_NODES): the same commands and scripts. */
+export type RedisClient = Redis | Cluster
+
 /** The service's one Redis client and what is known of its health. */
 export interface RedisConnection {
-  client: Redis
+  client: RedisClient
   status: DependencyStatus
+  /**
+   * True for a Redis Cluster: every script, transaction and multi-key command then keeps its keys in one slot
+   * (a user's session keys under the user's hash tag, see src/auth/redis-session-store.ts).
+   */
+  cluster: boolean
 }
 
 /** How long one Redis command may take before the login answers 503. */
@@ -21,7 +29,7 @@ const REDIS_RETRY_MAX_MS = 250
  * never longer than the connect timeout, and not at all once a first attempt has failed:
  * an outage at start-up delays nothing, readiness reports it.
  */
-async function firstConnection (redis: Redis): Promise<void> {
+async function firstConnection (redis: RedisClient): Promise<void> {
   await new Promise<void>((resolve) => {
     const done = (): void => {
       clearTimeout(timer)
@@ -39,14 +47,14 @@ async function firstConnection (redis: Redis): Promise<void> {
  * transactions and probes included, goes through sendCommand. The span ends when the command's reply or failure
  * arrives; what sendCommand returns is passed on untouched (a transaction drops it, so it must not reject unseen).
  */
-function traceCommands (redis: Redis): void {
+function traceCommands (redis: { sendCommand: (command: Command, ...rest: never[]) => unknown }): void {
   const send = redis.sendCommand.bind(redis)
-  redis.sendCommand = (command, stream) => {
+  redis.sendCommand = (command, ...rest) => {
     const span = childSpan(() => {
       const operation = command.name.toUpperCase()
       return { name: operation, kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'redis', 'db.operation.name': operation } }
     })
-    const sent = send(command, stream)
+    const sent = send(command, ...rest)
     if (span !== undefined) command.promise.then(() => span.end(), (error: unknown) => endFailed(span, error))
     return sent
   }
@@ -65,20 +73,59 @@ export async function connectRedis (url: string, log: FastifyBaseLogger): Promis
   // an older command and the client would never recover. Nothing is sent again on the new
   // connection (its caller already had its 503; a login slot taken late would stay held), and
   // reconnection retries stay frequent, so logins are served again within 2 s of Redis answering.
-  const redis = new Redis(url, {
-    maxRetriesPerRequest: 0,
-    enableOfflineQueue: false,
-    autoResendUnfulfilledCommands: false,
-    connectTimeout: REDIS_CONNECT_TIMEOUT_MS,
-    commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
-    socketTimeout: REDIS_COMMAND_TIMEOUT_MS,
-    retryStrategy: (times) => Math.min(times * 50, REDIS_RETRY_MAX_MS)
+  const redis = new Redis(url, { ...FAIL_FAST, enableOfflineQueue: false, retryStrategy })
+  return await connected(redis, log, false)
+}
+
+/** Every connection's fail-fast options (see connectRedis). */
+const FAIL_FAST = {
+  maxRetriesPerRequest: 0,
+  autoResendUnfulfilledCommands: false,
+  connectTimeout: REDIS_CONNECT_TIMEOUT_MS,
+  commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
+  socketTimeout: REDIS_COMMAND_TIMEOUT_MS
+}
+
+const retryStrategy = (times: number): number => Math.min(times * 50, REDIS_RETRY_MAX_MS)
+
+/** `host:port` seeds, as REDIS_CLUSTER_NODES lists them (an IPv6 address in brackets). */
+export function clusterSeeds (setting: string): Array<{ host: string, port: number }> {
+  return setting.split(',').map((seed) => {
+    const at = seed.lastIndexOf(':')
+    return { host: seed.slice(0, at).trim().replace(/^\[(.*)\]$/, '$1'), port: Number(seed.slice(at + 1)) }
   })
+}
+
+/**
+ * The service's client of the Redis Cluster of REDIS_CLUSTER_NODES, with connectRedis's fail-fast rules on every
+ * node's connection and on the cluster itself: no queue while the cluster is not ready, no retry of a command whose
+ * node went away or whose cluster is down (the request answers 503, as with one server), slots asked again every
+ * second and at every MOVED (which ioredis follows, as it follows ASK), so a promoted replica serves within 2 s.
+ */
+export async function connectRedisCluster (setting: string, log: FastifyBaseLogger): Promise<RedisConnection> {
+  const { Cluster } = await importOptionalPeer('ioredis', 'REDIS_CLUSTER_NODES is set', () => import('ioredis'))
+  const cluster = new Cluster(clusterSeeds(setting), {
+    enableOfflineQueue: false,
+    clusterRetryStrategy: retryStrategy,
+    retryDelayOnFailover: 0,
+    retryDelayOnClusterDown: 0,
+    slotsRefreshTimeout: REDIS_COMMAND_TIMEOUT_MS,
+    slotsRefreshInterval: 1000,
+    redisOptions: FAIL_FAST
+  })
+  // ioredis connects to a node at its first command, and without an offline queue it refuses the commands sent to a
+  // node still connecting: a first lookup of a slot on another node would answer 503. Every node is connected to as
+  // soon as the cluster names it (a node that does not answer ends, and is named again by a later MOVED or refresh).
+  cluster.on('+node', (node: Redis) => { node.connect().catch(() => {}) })
+  return await connected(cluster, log, true)
+}
+
+async function connected (redis: RedisClient, log: FastifyBaseLogger, cluster: boolean): Promise<RedisConnection> {
   traceCommands(redis)
   const status = new DependencyStatus('redis', log, () => redis.ping())
   // Reconnection attempts fail again and again during an outage: the status logs the first failure only.
-  redis.on('error', (error) => status.failed(error))
+  redis.on('error', (error: unknown) => status.failed(error))
   redis.on('ready', () => status.succeeded())
   await firstConnection(redis)
-  return { client: redis, status }
+  return { client: redis, status, cluster }
 }

@@ -25,7 +25,7 @@ export interface ServiceDecorators {
   catsDependencies: Map<string, DependencyStatus>
   /** The database when DATABASE_URL is set (cats, sessions), else undefined. */
   catsDatabase: Database | undefined
-  /** Redis when REDIS_URL is set (login counters, the denylist, sessions without a database), else undefined. */
+  /** Redis when REDIS_URL or REDIS_CLUSTER_NODES is set (login counters, the denylist, sessions without a database), else undefined. */
   catsRedis: RedisConnection | undefined
   /** The service's metrics when the app was given a registry; undefined otherwise, and nothing is measured. */
   catsMetrics: ServiceMetrics | undefined

@@ -277,3 +277,11 @@ t.test('with refresh tokens, a REFRESH_TOKEN_TTL shorter than JWT_EXPIRES_IN is 
   t.equal(loadConfig({ JWT_SECRET: SECRET, REFRESH_TOKEN_TTL: '1m', JWT_EXPIRES_IN: '1h' }).REFRESH_TOKEN_TTL, '1m',
     'without refresh tokens a session lives as long as its one access token, whatever REFRESH_TOKEN_TTL says')
 })
+
+t.test('REDIS_CLUSTER_NODES: host:port seeds, comma-separated; never beside REDIS_URL', async (t) => {
+  t.equal(loadConfig({ JWT_SECRET: SECRET, REDIS_CLUSTER_NODES: '10.0.0.1:7000, redis-b:7001,[::1]:7002' }).REDIS_CLUSTER_NODES, '10.0.0.1:7000, redis-b:7001,[::1]:7002')
+  t.match(configError({ JWT_SECRET: SECRET, REDIS_CLUSTER_NODES: 'redis://a:7000' }), /env\/REDIS_CLUSTER_NODES must match pattern/)
+  t.match(configError({ JWT_SECRET: SECRET, REDIS_CLUSTER_NODES: 'a:7000,' }), /env\/REDIS_CLUSTER_NODES must match pattern/)
+  t.throws(() => loadConfig({ JWT_SECRET: SECRET, REDIS_URL: 'redis://127.0.0.1:6379', REDIS_CLUSTER_NODES: '127.0.0.1:7000' }),
+    { message: 'env/REDIS_URL and env/REDIS_CLUSTER_NODES must not both be set: name one Redis server or one Redis Cluster' })
+})

@@ -104,5 +104,5 @@ export function loginProtectionFor (config: Config, redis: RedisConnection | und
   const maxWaiting = config.LOGIN_SLOT_QUEUE_MAX
   return redis === undefined
     ? new LoginProtection(new MemoryLoginAttempts(policy), { maxWaiting })
-    : new LoginProtection(new RedisLoginAttempts(redis.client, config.REDIS_KEY_PREFIX, policy), { status: redis.status, maxWaiting })
+    : new LoginProtection(new RedisLoginAttempts(redis.client, config.REDIS_KEY_PREFIX, policy, undefined, redis.cluster), { status: redis.status, maxWaiting })
 }

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis'
+import type { RedisClient } from '../redis-connection.js'
 import type { DependencyStatus } from '../dependency-status.js'
 import type { Denylist } from './denylist.js'
 import { sessionStoreCall } from './session-store.js'
@@ -6,22 +6,30 @@ import { sessionStoreCall } from './session-store.js'
 /**
  * The denylist in Redis, shared by every instance: one key per denied id,
  * which Redis itself removes when it expires (PX). A lookup is one
- * EXISTS over both ids, one round trip. It uses the service's Redis client,
- * whose status hears of every command's outcome.
+ * EXISTS over both ids, one round trip. In a Redis Cluster the two keys are
+ * in two slots (each entry is one id's, and nothing ties a token id to its
+ * session's slot), so a lookup is two EXISTS sent at once: still one round
+ * trip's wait. It uses the service's Redis client, whose status hears of
+ * every command's outcome.
  */
 export class RedisDenylist implements Denylist {
-  readonly #redis: Redis
+  readonly #redis: RedisClient
   readonly #prefix: string
   readonly #status: DependencyStatus
+  readonly #cluster: boolean
 
-  constructor (redis: Redis, keyPrefix: string, status: DependencyStatus) {
+  /** `cluster`: the client is a Redis Cluster's. */
+  constructor (redis: RedisClient, keyPrefix: string, status: DependencyStatus, cluster = false) {
     this.#redis = redis
     this.#prefix = `${keyPrefix}revoked:`
     this.#status = status
+    this.#cluster = cluster
   }
 
   async isRevoked (jti: string, sid: string): Promise<boolean> {
-    return await sessionStoreCall(this.#status, () => this.#redis.exists(this.#prefix + jti, this.#prefix + sid)) > 0
+    if (!this.#cluster) return await sessionStoreCall(this.#status, () => this.#redis.exists(this.#prefix + jti, this.#prefix + sid)) > 0
+    const [byJti, bySid] = await sessionStoreCall(this.#status, () => Promise.all([this.#redis.exists(this.#prefix + jti), this.#redis.exists(this.#prefix + sid)]))
+    return byJti + bySid > 0
   }
 
   async revoke (id: string, untilMs: number): Promise<void> {

@@ -1,4 +1,5 @@
-import type { ClientContext, Redis, Result } from 'ioredis'
+import type { ClientContext, Result } from 'ioredis'
+import type { RedisClient } from '../redis-connection.js'
 import { pairKey, type Admission, type LoginAttempt, type LoginAttemptStore, type LoginPolicy, type Outcome } from './login-lockout.js'
 
 // The rules of MemoryLoginAttempts, run inside Redis so that every instance's
@@ -8,6 +9,8 @@ import { pairKey, type Admission, type LoginAttempt, type LoginAttemptStore, typ
 // KEYS (both scripts): the pair's hash, the pair's attempts in progress (a
 // sorted set of attempt ids by lease end), the client's failure counter, the
 // client's attempts in progress. ARGV: the attempt id, then the policy.
+// In a Redis Cluster the four keys are under the client's hash tag
+// (`<prefix>login:{c:<client>}…`), so each script's keys share one slot.
 
 // A slot is held until the attempt is settled, or until its lease ends if the
 // instance holding it died first; a login never takes this long.
@@ -95,18 +98,20 @@ declare module 'ioredis' {
 
 /** The counters in Redis, shared by every instance; commands fail (and the login answers 503) when Redis does not answer. */
 export class RedisLoginAttempts implements LoginAttemptStore {
-  readonly #redis: Redis
+  readonly #redis: RedisClient
   readonly #prefix: string
   readonly #policy: number[]
+  readonly #cluster: boolean
 
-  /** `leaseMs`: how long a slot outlives an instance that died while holding it. */
-  constructor (redis: Redis, keyPrefix: string, policy: LoginPolicy, leaseMs = DEFAULT_LEASE_MS) {
+  /** `leaseMs`: how long a slot outlives an instance that died while holding it; `cluster`: the client is a Redis Cluster's. */
+  constructor (redis: RedisClient, keyPrefix: string, policy: LoginPolicy, leaseMs = DEFAULT_LEASE_MS, cluster = false) {
     // Sent with EVALSHA, and the whole script only when Redis does not have it yet.
     redis.defineCommand('loginAdmit', { numberOfKeys: 4, lua: ADMIT })
     redis.defineCommand('loginSettle', { numberOfKeys: 4, lua: SETTLE })
     this.#redis = redis
     this.#prefix = `${keyPrefix}login:`
     this.#policy = [policy.maxFailures, policy.windowMs, policy.lockMs, policy.lockMaxMs, policy.clientMaxFailures, policy.clientWindowMs, leaseMs]
+    this.#cluster = cluster
   }
 
   async admit (attempt: LoginAttempt): Promise<Admission> {
@@ -122,7 +127,7 @@ export class RedisLoginAttempts implements LoginAttemptStore {
 
   #keys ({ username, client }: LoginAttempt): [string, string, string, string] {
     const pair = pairKey(username, client)
-    const prefix = this.#prefix
+    const prefix = this.#cluster ? `${this.#prefix}{c:${client}}` : this.#prefix
     return [`${prefix}pair:${pair}`, `${prefix}pair-in-progress:${pair}`, `${prefix}client:${client}`, `${prefix}client-in-progress:${client}`]
   }
 }

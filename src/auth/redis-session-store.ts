@@ -1,4 +1,5 @@
-import type { Redis, Result, ClientContext } from 'ioredis'
+import type { Result, ClientContext } from 'ioredis'
+import type { RedisClient } from '../redis-connection.js'
 import type { DependencyStatus } from '../dependency-status.js'
 import type { UserId } from './schemas.js'
 import {
@@ -9,6 +10,14 @@ import { userKey } from './user-key.js'
 // A session is one hash, which Redis deletes a margin after its last token expires; each user has a sorted set of
 // their session ids by creation, kept as long as their latest session. Each operation is one script, so rotations
 // and ends of a session never interleave.
+//
+// In a Redis Cluster, a script's keys must all be in one slot: a user's set and session hashes are all under the
+// user's hash tag (`<prefix>{u:<userKey>}session:<id>`, `<prefix>{u:<userKey>}user-sessions`), so one user's
+// sessions live on one node. START and USER_SESSIONS are passed the user's set and session prefix and build the
+// hash keys of the set's members inside the script, under that same tag (the set is read in the script, not
+// before it, so that a login's cap check and its write stay one atomic step without an extra round trip): every
+// key they touch hashes to the slot of their KEYS, which Redis Cluster accepts. ROTATE and END are passed every key
+// they touch. On one server (REDIS_URL) the keys stay as they always were, untagged.
 
 /** Ends the session of key KEYS[1] (when not ended yet), keeping it until ARGV[1] at most, plus the margin ARGV[2]. */
 const END_SESSION = `
@@ -71,9 +80,10 @@ return ended
 const FIELDS = ['user', 'username', 'gen', 'created', 'last', 'address', 'ua', 'exp', 'ws', 'wc', 'rot'] as const
 
 /**
- * KEYS: the session. ARGV: the generation presented, now, the next token's expiry, the limit's most refreshes and
- * window, how long an ended session is kept, the margin, the prefix of the users' sets, the reuse window. The same
- * rule as decideRotation in session-store.ts.
+ * KEYS: the session and, when the caller knows it, the user's set. ARGV: the generation presented, now, the next
+ * token's expiry, the limit's most refreshes and window, how long an ended session is kept, the margin, the prefix
+ * of the users' sets (for the set's key when it is not in KEYS: one server only), the reuse window. The same rule as
+ * decideRotation in session-store.ts.
  */
 const ROTATE = `${END_SESSION}
 local s = redis.call('HMGET', KEYS[1], 'gen', 'exp', 'ws', 'wc', 'ended', 'user', 'rot')
@@ -105,7 +115,7 @@ if repeated then
 end
 redis.call('HSET', KEYS[1], 'gen', gen + 1, 'rot', now, 'last', now, 'exp', ARGV[3], 'ws', ws, 'wc', wc)
 redis.call('PEXPIREAT', KEYS[1], tonumber(ARGV[3]) + margin)
-keepSet(ARGV[8] .. s[6], tonumber(ARGV[3]) + margin)
+keepSet(KEYS[2] or (ARGV[8] .. s[6]), tonumber(ARGV[3]) + margin)
 return {'rotated', unpack(redis.call('HMGET', KEYS[1], unpack(fields)))}
 `
 
@@ -145,7 +155,7 @@ declare module 'ioredis' {
   // The scripts above, as defineCommand adds them to the client.
   interface RedisCommander<Context extends ClientContext> {
     sessionStart: (session: string, userSessions: string, ...args: Array<string | number>) => Result<string[], Context>
-    sessionRotate: (session: string, ...args: Array<string | number>) => Result<string[], Context>
+    sessionRotate: (numberOfKeys: number, ...keysAndArgs: Array<string | number>) => Result<string[], Context>
     sessionEnd: (session: string, ...args: Array<string | number>) => Result<unknown, Context>
     userSessions: (userSessions: string, ...args: Array<string | number>) => Result<unknown[], Context>
   }
@@ -173,36 +183,44 @@ function recordOf (id: string, [user, username, generation, created, lastUsed, a
 
 /** Sessions in Redis, shared by every instance. */
 export class RedisSessionStore implements SessionStore {
-  readonly #redis: Redis
+  readonly #redis: RedisClient
   readonly #prefix: string
   readonly #status: DependencyStatus
   readonly #endedKeepMs: number
+  readonly #cluster: boolean
 
-  constructor (redis: Redis, keyPrefix: string, status: DependencyStatus, endedKeepMs = DEFAULT_ENDED_KEEP_MS) {
+  /** `cluster`: the client is a Redis Cluster's, and every user's keys go under the user's hash tag. */
+  constructor (redis: RedisClient, keyPrefix: string, status: DependencyStatus, endedKeepMs = DEFAULT_ENDED_KEEP_MS, cluster = false) {
     // Sent with EVALSHA, and the whole script only when Redis does not have it yet.
     redis.defineCommand('sessionStart', { numberOfKeys: 2, lua: START })
-    redis.defineCommand('sessionRotate', { numberOfKeys: 1, lua: ROTATE })
+    redis.defineCommand('sessionRotate', { lua: ROTATE })
     redis.defineCommand('sessionEnd', { numberOfKeys: 1, lua: END })
     redis.defineCommand('userSessions', { numberOfKeys: 1, lua: USER_SESSIONS })
     this.#redis = redis
     this.#prefix = keyPrefix
     this.#status = status
     this.#endedKeepMs = endedKeepMs
+    this.#cluster = cluster
   }
 
   async start (session: SessionRecord, maxPerUser: number, denied: readonly string[] = []): Promise<StartOutcome> {
+    const user = userKey(session.userId)
     const [outcome, ...ids] = await sessionStoreCall(this.#status, () => this.#redis.sessionStart(
-      this.#sessionKey(session.id), this.#userSetKey(userKey(session.userId)),
-      session.id, userKey(session.userId), session.username, session.createdMs, session.address, session.userAgent,
-      session.expiresMs, maxPerUser, this.#sessionKey(''), this.#endedKeepMs, SKEW_MARGIN_MS, ...denied
+      this.#sessionKey(user, session.id), this.#userSetKey(user),
+      session.id, user, session.username, session.createdMs, session.address, session.userAgent,
+      session.expiresMs, maxPerUser, this.#sessionKey(user, ''), this.#endedKeepMs, SKEW_MARGIN_MS, ...denied
     ))
     return outcome === 'started' ? { started: true, ended: ids } : { started: false, undenied: ids }
   }
 
-  async rotate (id: string, presented: number, nowMs: number, nextExpiresMs: number, limit: RefreshLimit): Promise<Rotation> {
+  async rotate (id: string, presented: number, nowMs: number, nextExpiresMs: number, limit: RefreshLimit, user?: string): Promise<Rotation> {
+    // In a cluster, a token without its user's key names no session of this store: none was ever issued for one.
+    if (this.#cluster && user === undefined) return { outcome: 'refused' }
+    const owner = user ?? ''
+    const keys = this.#cluster ? [this.#sessionKey(owner, id), this.#userSetKey(owner)] : [this.#sessionKey(owner, id)]
     const [outcome, ...fields] = await sessionStoreCall(this.#status, () => this.#redis.sessionRotate(
-      this.#sessionKey(id), presented, nowMs, nextExpiresMs, limit.max, limit.windowMs, this.#endedKeepMs, SKEW_MARGIN_MS, this.#userSetKey(''),
-      limit.reuseWindowMs
+      keys.length, ...keys, presented, nowMs, nextExpiresMs, limit.max, limit.windowMs, this.#endedKeepMs, SKEW_MARGIN_MS,
+      this.#userSetKey(''), limit.reuseWindowMs
     ))
     if (outcome === 'reused' || outcome === 'ended') return { outcome }
     if (outcome === 'limited') return { outcome, retryAfterMs: Number(fields[0]) }
@@ -210,19 +228,23 @@ export class RedisSessionStore implements SessionStore {
     return { outcome, session: recordOf(id, fields) }
   }
 
-  async end (id: string): Promise<void> {
+  async end (id: string, user?: string): Promise<void> {
+    // Every caller of the service knows the session's user; without it a cluster's session cannot be found.
+    if (this.#cluster && user === undefined) throw new Error('A session in a Redis Cluster is ended with its user\'s key')
     // The user's set forgets the id at that user's next login.
-    await sessionStoreCall(this.#status, () => this.#redis.sessionEnd(this.#sessionKey(id), Date.now() + this.#endedKeepMs, SKEW_MARGIN_MS))
+    await sessionStoreCall(this.#status, () => this.#redis.sessionEnd(this.#sessionKey(user ?? '', id), Date.now() + this.#endedKeepMs, SKEW_MARGIN_MS))
   }
 
   async list (userId: UserId, nowMs: number): Promise<SessionRecord[]> {
-    const sessions = await sessionStoreCall(this.#status, () => this.#redis.userSessions(this.#userSetKey(userKey(userId)), this.#sessionKey(''), nowMs, 'list'))
+    const user = userKey(userId)
+    const sessions = await sessionStoreCall(this.#status, () => this.#redis.userSessions(this.#userSetKey(user), this.#sessionKey(user, ''), nowMs, 'list'))
     return (sessions as string[][]).map(([id, ...fields]) => recordOf(id, fields))
   }
 
   async endEach (userId: UserId, ids: readonly string[], nowMs: number): Promise<string[]> {
+    const user = userKey(userId)
     const ended = await sessionStoreCall(this.#status, () => this.#redis.userSessions(
-      this.#userSetKey(userKey(userId)), this.#sessionKey(''), nowMs, 'end', this.#endedKeepMs, SKEW_MARGIN_MS, ...ids
+      this.#userSetKey(user), this.#sessionKey(user, ''), nowMs, 'end', this.#endedKeepMs, SKEW_MARGIN_MS, ...ids
     ))
     return ended as string[]
   }
@@ -230,11 +252,14 @@ export class RedisSessionStore implements SessionStore {
   // The client belongs to the service's redis plugin, which closes it.
   async close (): Promise<void> {}
 
-  #sessionKey (id: string): string {
-    return `${this.#prefix}session:${id}`
+  // On one server, a session's key does not name its user (a refresh token of the form before the user's key was
+  // added finds its session); in a cluster, every key of a user is under the user's hash tag.
+  #sessionKey (user: string, id: string): string {
+    return this.#cluster ? `${this.#prefix}{u:${user}}session:${id}` : `${this.#prefix}session:${id}`
   }
 
+  /** The user's set; on one server, with `''`, the prefix of every user's set. */
   #userSetKey (user: string): string {
-    return `${this.#prefix}user-sessions:${user}`
+    return this.#cluster ? `${this.#prefix}{u:${user}}user-sessions` : `${this.#prefix}user-sessions:${user}`
   }
 }

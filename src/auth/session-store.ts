@@ -77,9 +77,12 @@ export interface SessionStore {
    * Rotates the session when `presented` is its current generation, atomically with every other
    * rotation and ending of it: of two presenters of one token, one rotates and the other is a reuse.
    */
-  rotate: (id: string, presented: number, nowMs: number, nextExpiresMs: number, limit: RefreshLimit) => Promise<Rotation>
-  /** Ends the session (nothing happens when it has already ended). */
-  end: (id: string) => Promise<void>
+  rotate: (id: string, presented: number, nowMs: number, nextExpiresMs: number, limit: RefreshLimit, user?: string) => Promise<Rotation>
+  /**
+   * Ends the session (nothing happens when it has already ended). `user`, in both: the key (userKey) of the user the
+   * caller knows the session to be of, which a Redis Cluster needs to find it (its keys are under the user's tag).
+   */
+  end: (id: string, user?: string) => Promise<void>
   /** The user's live sessions (not ended, not expired), oldest first. */
   list: (userId: UserId, nowMs: number) => Promise<SessionRecord[]>
   /** Ends those of `ids` that are live sessions of this user; answers the ids it ended. */

@@ -5,6 +5,7 @@ import { SKEW_MARGIN_MS, type RefreshLimit, type SessionRecord, type SessionStor
 import type { LogoutScope, SessionView, TokenClaims, UserId, VerifiedClaims } from './schemas.js'
 import type { Accounts } from './users.js'
 import { TooManyRefreshes } from '../errors.js'
+import { userKey } from './user-key.js'
 
 /** The tokens login and refresh hand out. */
 export interface IssuedTokens {
@@ -126,12 +127,12 @@ export class Sessions {
     if (presented === undefined) return undefined
     const { sessionId } = presented
     const [rotation, denied] = await Promise.all([
-      store.rotate(sessionId, presented.generation, nowMs, nowMs + refreshLifetimeSeconds * 1000, refreshLimit),
+      store.rotate(sessionId, presented.generation, nowMs, nowMs + refreshLifetimeSeconds * 1000, refreshLimit, presented.user),
       denylist.isRevoked(sessionId, sessionId)
     ])
     // Denied but not ended: an end whose denial was written and whose ending failed. Its next refresh finishes it.
     if (denied && (rotation.outcome === 'rotated' || rotation.outcome === 'repeated')) {
-      await store.end(sessionId)
+      await store.end(sessionId, userKey(rotation.session.userId))
       return undefined
     }
     // A session that ended now, or earlier (in case its first denial failed): its access tokens stay denied.
@@ -145,7 +146,7 @@ export class Sessions {
     const { session } = rotation
     const user = await users.findById(session.userId)
     if (user === undefined || user.username !== session.username) {
-      await this.#end(session.id, 'user_gone')
+      await this.#end(session.id, userKey(session.userId), 'user_gone')
       return undefined
     }
     return { accessToken: this.#accessToken(session), refreshToken: this.#refreshToken(session) }
@@ -164,7 +165,7 @@ export class Sessions {
       const ended = await this.#options.store.endEach(claims.sub, others, Date.now())
       if (ended.length > 0) this.#options.events?.ended('logout_others', ended.length)
     }
-    if (scope !== 'others') await this.#end(claims.sid, 'logout')
+    if (scope !== 'others') await this.#end(claims.sid, userKey(claims.sub), 'logout')
   }
 
   /** The live sessions of the token's user, oldest first, the token's own marked `current`. */
@@ -213,9 +214,9 @@ export class Sessions {
   }
 
   /** Denies the session, then ends it: an ending is never written before its denial (D42). */
-  async #end (sessionId: string, reason: EndReason): Promise<void> {
+  async #end (sessionId: string, user: string, reason: EndReason): Promise<void> {
     await this.#deny(sessionId)
-    await this.#options.store.end(sessionId)
+    await this.#options.store.end(sessionId, user)
     this.#options.events?.ended(reason, 1)
   }
 
@@ -232,6 +233,8 @@ export class Sessions {
   }
 
   #refreshToken (session: SessionRecord): string {
-    return encodeRefreshToken(this.#options.refreshKey, { sessionId: session.id, generation: session.generation, exp: Math.floor(session.expiresMs / 1000) })
+    return encodeRefreshToken(this.#options.refreshKey, {
+      sessionId: session.id, generation: session.generation, exp: Math.floor(session.expiresMs / 1000), user: userKey(session.userId)
+    })
   }
 }

@@ -5,6 +5,7 @@ import type { Redis } from 'ioredis'
 import { MemoryLoginAttempts, type Admission, type LoginAttempt, type LoginAttemptStore, type LoginPolicy } from '../../src/auth/login-lockout.js'
 import { RedisLoginAttempts } from '../../src/auth/redis-login-lockout.js'
 import { testRedis } from '../support/redis.js'
+import { clusterClient, clusterKeys, clusterMissing, startRedisCluster } from '../support/redis-cluster.js'
 
 /**
  * One contract for the failed-login counters, run unchanged against the
@@ -193,6 +194,34 @@ if (TEST_REDIS_URL === undefined) {
       t.strictSame(await store.admit(attempt()), busy)
       await sleep(300)
       t.strictSame(await store.admit(attempt()), admitted, 'the three leases ended unsettled')
+    })
+  })
+}
+
+const noCluster = clusterMissing()
+if (noCluster !== undefined) {
+  t.comment(`${noCluster}: the Redis Cluster login counters were not tested`)
+} else {
+  t.test('a Redis Cluster (3 masters, 3 replicas)', async (t) => {
+    const cluster = await startRedisCluster(t)
+    const prefix = (): string => `cats-test-${randomUUID()}:`
+    contractSuite(t, async (t, policy) => new RedisLoginAttempts(clusterClient(t, cluster), prefix(), policy, undefined, true))
+
+    t.test('a client\'s counters and slots are under the client\'s hash tag, in one slot', async (t) => {
+      const client = clusterClient(t, cluster)
+      const keys = prefix()
+      const store = new RedisLoginAttempts(client, keys, LONG, undefined, true)
+      const held = attempt()
+      await store.admit(held)
+      await fail(store, ANN, 1)
+      const written = (await clusterKeys(client, `${keys}*`)).sort()
+      t.strictSame(written, [
+        `${keys}login:{c:10.0.0.1}client-in-progress:10.0.0.1`, `${keys}login:{c:10.0.0.1}client:10.0.0.1`,
+        `${keys}login:{c:10.0.0.1}pair-in-progress:10.0.0.1|ann`, `${keys}login:{c:10.0.0.1}pair:10.0.0.1|ann`
+      ])
+      const slot = await client.cluster('KEYSLOT', 'c:10.0.0.1')
+      t.strictSame(await Promise.all(written.map((key) => client.cluster('KEYSLOT', key))), written.map(() => slot))
+      await store.settle(held, 'unchecked')
     })
   })
 }

@@ -19,6 +19,8 @@ import { pgliteCopy } from '../support/pglite-template.js'
 import { CAP, NO_LIMIT, recordsAfterRotations, REUSE_WINDOW, sessionRecord as session, simultaneousPresenters, windowedPresenters } from '../support/session-store-races.js'
 import { schemaSnapshot, type SchemaReset } from '../support/schema-reset.js'
 import { pgBouncerTarget, pooledClientIn } from '../support/pgbouncer.js'
+import { clusterClient, clusterKeys, clusterMissing, startRedisCluster } from '../support/redis-cluster.js'
+import { userKey } from '../../src/auth/user-key.js'
 
 /**
  * One contract for the denylist and one for the session records, run unchanged
@@ -441,6 +443,77 @@ if (TEST_REDIS_URL === undefined || TEST_REDIS_URL === '') {
       t.ok(userSet > 79_000 && userSet <= 80_000, `the user's set lives as long as their latest session: ${userSet} ms`)
       await store.end(mine.id)
       t.ok(await redis.pttl(`${prefix}session:${mine.id}`) <= 80_000, 'an ended session is not kept longer')
+    })
+  })
+}
+
+/**
+ * A Redis Cluster's store as Sessions uses it: told each session's user (the refresh token's, the access token's
+ * `sub`) on every rotation and end, as a cluster needs; a session it never started is of no user it knows.
+ */
+function toldUsers (store: SessionStore): SessionStore {
+  const users = new Map<string, string>()
+  return {
+    start: async (record, maxPerUser, denied) => {
+      users.set(record.id, userKey(record.userId))
+      return await store.start(record, maxPerUser, denied)
+    },
+    rotate: async (id, presented, nowMs, nextExpiresMs, limit) => await store.rotate(id, presented, nowMs, nextExpiresMs, limit, users.get(id) ?? '"nobody"'),
+    end: async (id) => { await store.end(id, users.get(id) ?? '"nobody"') },
+    list: async (userId, nowMs) => await store.list(userId, nowMs),
+    endEach: async (userId, ids, nowMs) => await store.endEach(userId, ids, nowMs),
+    close: async () => { await store.close() }
+  }
+}
+
+const noCluster = clusterMissing()
+if (noCluster !== undefined) {
+  t.comment(`${noCluster}: the Redis Cluster run of the session store tests was skipped`)
+} else {
+  t.test('a Redis Cluster (3 masters, 3 replicas)', async (t) => {
+    const cluster = await startRedisCluster(t)
+    const status = new DependencyStatus('redis', silentLog, async () => {})
+    const prefix = (): string => `cats-test-${randomBytes(6).toString('hex')}:`
+    revocationContract(t, async (t) => new RedisDenylist(clusterClient(t, cluster), prefix(), status, true))
+    const open = (t: Test): { store: SessionStore, count: () => Promise<number> } => {
+      const client = clusterClient(t, cluster)
+      const keys = prefix()
+      return {
+        store: toldUsers(new RedisSessionStore(client, keys, status, DEFAULT_ENDED_KEEP_MS, true)),
+        count: async () => (await clusterKeys(client, `${keys}*`)).length
+      }
+    }
+    sessionContract(t, async (t) => open(t).store, async (t) => open(t))
+
+    t.test('a user\'s keys are under the user\'s hash tag, on one node; a token without the user refreshes nothing', async (t) => {
+      const client = clusterClient(t, cluster)
+      const keys = prefix()
+      const store = new RedisSessionStore(client, keys, status, DEFAULT_ENDED_KEEP_MS, true)
+      const [one, two] = [session({ userId: 'ann' }), session({ userId: 'ann' })]
+      await store.start(one, CAP)
+      await store.start(two, CAP)
+      const written = [`${keys}{u:"ann"}session:${one.id}`, `${keys}{u:"ann"}session:${two.id}`, `${keys}{u:"ann"}user-sessions`]
+      t.strictSame((await clusterKeys(client, `${keys}*`)).sort(), [...written].sort())
+      const slot = await client.cluster('KEYSLOT', 'u:"ann"')
+      t.strictSame(await Promise.all(written.map((key) => client.cluster('KEYSLOT', key))), [slot, slot, slot], 'one slot')
+      const now = Date.now()
+      t.strictSame(await store.rotate(one.id, 0, now, now + 60_000, NO_LIMIT), { outcome: 'refused' }, 'no user: refused, nothing asked')
+      t.match(await store.rotate(one.id, 0, now, now + 60_000, NO_LIMIT, '"ann"'), { outcome: 'rotated' })
+      await t.rejects(store.end(one.id), /ended with its user's key/)
+      await store.end(one.id, '"ann"')
+      t.strictSame((await store.list('ann', Date.now())).map((record) => record.id), [two.id])
+    })
+
+    t.test('the denylist\'s lookup finds a denial by either id, each in its own slot', async (t) => {
+      const client = clusterClient(t, cluster)
+      const keys = prefix()
+      const denylist = new RedisDenylist(client, keys, status, true)
+      // Ids whose entries hash to different slots (and so, among three masters, most often to different nodes).
+      const [jti, sid] = ['a', 'b']
+      t.not(await client.cluster('KEYSLOT', `${keys}revoked:${jti}`), await client.cluster('KEYSLOT', `${keys}revoked:${sid}`))
+      await denylist.revoke(sid, Date.now() + 60_000)
+      t.equal(await denylist.isRevoked(jti, sid), true)
+      t.equal(await denylist.isRevoked(jti, 'c'), false)
     })
   })
 }

@@ -3,10 +3,12 @@ import t, { type Test } from 'tap'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import type { ConfigInput } from '../../src/config.js'
 import type { AppOptions } from '../../src/app-options.js'
-import { bearer, build, createApp, tokenFor } from '../support/app.js'
+import { bearer, build, createApp, TEST_SECRET, tokenFor } from '../support/app.js'
+import { encodeRefreshToken, refreshTokenKey } from '../../src/auth/refresh-token.js'
 import { closedPort } from '../support/ports.js'
 import { adminClient, freshServerSchema, urlWithSchema } from '../support/sql-schemas.js'
 import { freshKeyPrefix } from '../support/redis.js'
+import { clusterMissing, startRedisCluster } from '../support/redis-cluster.js'
 import { concurrentRefreshTrials, raceTrials } from '../support/session-races.js'
 import { CHEAP_HASH, cheapDemoUsers } from '../support/cheap-users.js'
 import { hashPassword } from '../../src/auth/password.js'
@@ -120,7 +122,7 @@ function sessionSuite (t: Test, instances: Instances): void {
   t.test('refresh rotates: a new access token in the same session and a new refresh token; the old one stops working', async (t) => {
     const app = await instances(t)(REFRESH_ON)
     const first = await login(app)
-    t.match(first.refresh_token, new RegExp(`^${String(claimsOf(first.access_token).sid)}\\.0\\.[0-9]+\\.[A-Za-z0-9_-]{43}$`), 'its session, generation 0, expiry and MAC')
+    t.match(first.refresh_token, new RegExp(`^${String(claimsOf(first.access_token).sid)}\\.0\\.[0-9]+\\.MQ\\.[A-Za-z0-9_-]{43}$`), 'its session, generation 0, expiry, user (1, base64url) and MAC')
     const res = await refresh(app, first.refresh_token)
     t.equal(res.statusCode, 200)
     t.equal(res.headers['cache-control'], 'no-store')
@@ -296,11 +298,31 @@ function sessionSuite (t: Test, instances: Instances): void {
   t.test('a refresh token altered in any part is refused, and does not end its session', async (t) => {
     const app = await instances(t)(REFRESH_ON)
     const genuine = (await login(app)).refresh_token ?? ''
-    const [sid, , exp, mac] = genuine.split('.')
-    refusedRefresh(t, await refresh(app, `${sid}.1.${exp}.${mac}`), 'another generation under the same MAC')
-    refusedRefresh(t, await refresh(app, `${sid}.0.${Number(exp) + 86_400}.${mac}`), 'a longer life under the same MAC')
-    refusedRefresh(t, await refresh(app, `${sid}.0.${exp}.${mac.slice(0, -1)}${mac.endsWith('A') ? 'B' : 'A'}`), 'another MAC')
+    const [sid, , exp, user, mac] = genuine.split('.')
+    t.equal(Buffer.from(user, 'base64url').toString(), '1', 'the token carries its user\'s key')
+    refusedRefresh(t, await refresh(app, `${sid}.1.${exp}.${user}.${mac}`), 'another generation under the same MAC')
+    refusedRefresh(t, await refresh(app, `${sid}.0.${Number(exp) + 86_400}.${user}.${mac}`), 'a longer life under the same MAC')
+    refusedRefresh(t, await refresh(app, `${sid}.0.${exp}.${Buffer.from('2').toString('base64url')}.${mac}`), 'another user under the same MAC')
+    refusedRefresh(t, await refresh(app, `${sid}.0.${exp}.${mac}`), 'without its user, under the same MAC')
+    refusedRefresh(t, await refresh(app, `${sid}.0.${exp}.${user}.${mac.slice(0, -1)}${mac.endsWith('A') ? 'B' : 'A'}`), 'another MAC')
     t.equal((await refresh(app, genuine)).statusCode, 200, 'none of them ended the session')
+  })
+
+  t.test('a refresh token of the form without the user\'s key (issued before it) still refreshes until it expires', async (t) => {
+    const app = await instances(t)(REFRESH_ON)
+    const genuine = (await login(app)).refresh_token ?? ''
+    const [sessionId, generation, exp] = genuine.split('.')
+    const earlier = encodeRefreshToken(refreshTokenKey(TEST_SECRET), { sessionId, generation: Number(generation), exp: Number(exp) })
+    t.equal(earlier.split('.').length, 4)
+    if (app.catsRedis?.cluster === true) {
+      // Sessions in a Redis Cluster were never given a token without the user's key, which a refresh needs to find them.
+      refusedRefresh(t, await refresh(app, earlier), 'in a Redis Cluster')
+      return
+    }
+    const res = await refresh(app, earlier)
+    t.equal(res.statusCode, 200)
+    t.equal(Buffer.from(res.json().refresh_token.split('.')[3], 'base64url').toString(), '1', 'its successor carries the user\'s key')
+    refusedRefresh(t, await refresh(app, genuine), 'the two forms are one generation: the other copy is a reuse')
   })
 
   t.test('two instances: a logout on A is refused on B', async (t) => {
@@ -564,6 +586,24 @@ if (TEST_REDIS_URL === undefined || TEST_REDIS_URL === '') {
       refusedRefresh(t, await refresh(a, second.refresh_token), 'refresh on A')
       refusedToken(t, await profile(a, second.access_token), 'the refreshed access token on A')
     })
+  })
+}
+
+const noCluster = clusterMissing()
+if (noCluster !== undefined) {
+  t.comment(`${noCluster}: the Redis Cluster runs of the session tests were skipped`)
+} else {
+  t.test('Redis Cluster without a database: two apps on one cluster of 3 masters and 3 replicas', async (t) => {
+    const cluster = await startRedisCluster(t)
+    let prefix: string | undefined
+    const onCluster = sharedInstances(t, async (config, options) => {
+      prefix ??= `cats-test-${randomBytes(6).toString('hex')}:`
+      const app = await createApp({ REDIS_CLUSTER_NODES: cluster.setting, REDIS_KEY_PREFIX: prefix, ...config }, { users, ...options })
+      await becomesReady(app)
+      return app
+    })
+    sessionSuite(t, onCluster)
+    sharedRefreshSuite(t, onCluster)
   })
 }
 

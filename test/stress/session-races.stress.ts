@@ -5,6 +5,7 @@ import { build, createApp } from '../support/app.js'
 import { adminClient, freshServerSchema, urlWithSchema } from '../support/sql-schemas.js'
 import { freshKeyPrefix } from '../support/redis.js'
 import { concurrentRefreshTrials, raceTrials } from '../support/session-races.js'
+import { clusterClient, clusterKeys, clusterMissing, startRedisCluster } from '../support/redis-cluster.js'
 
 /**
  * The session races of test/routes/sessions.test.ts, with hundreds of trials per
@@ -134,6 +135,26 @@ if (TEST_REDIS_URL === undefined || TEST_REDIS_URL === '') {
     const redis = new Redis(redisUrl)
     t.teardown(() => { redis.disconnect() })
     await constantStorage(t, a, b, async () => (await redis.keys(`${prefix}*`)).length)
+    await windowedRace(t, c, d)
+  })
+}
+
+const noCluster = clusterMissing()
+if (noCluster !== undefined) {
+  t.comment(`${noCluster}: the Redis Cluster races were skipped`)
+} else {
+  t.test('Redis Cluster (3 masters, 3 replicas) without a database, two instances', async (t) => {
+    const cluster = await startRedisCluster(t)
+    const config = { ...REFRESH_ON, REDIS_CLUSTER_NODES: cluster.setting }
+    const windowed = { ...WITH_WINDOW, REDIS_CLUSTER_NODES: cluster.setting }
+    const [a, b, c, d] = [await createApp(config), await createApp(config), await createApp(windowed), await createApp(windowed)]
+    t.teardown(async () => {
+      for (const app of [a, b, c, d]) await app.close()
+    })
+    await untilReady(a, b, c, d)
+    await race(t, a, b)
+    const client = clusterClient(t, cluster)
+    await constantStorage(t, a, b, async () => (await clusterKeys(client, 'cats-api:*')).length)
     await windowedRace(t, c, d)
   })
 }

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Test } from 'tap'
+import { Cluster } from 'ioredis'
 import { closedPort } from './ports.js'
 
 /** A Redis Cluster of the test's own on loopback ports: its nodes' addresses and how to stop one. */
@@ -43,7 +44,9 @@ export async function startRedisCluster (t: Test, masters = 3, replicasPerMaster
     mkdirSync(nodeDir)
     const child = spawn('redis-server', [
       '--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf',
-      '--cluster-node-timeout', '1000', '--save', '', '--appendonly', 'no', '--dir', nodeDir
+      '--cluster-node-timeout', '1000', '--save', '', '--appendonly', 'no', '--dir', nodeDir,
+      // A replica can be promoted only once it has synchronised: at once, not after Redis's default 5 s delay.
+      '--repl-diskless-sync-delay', '0'
     ], { stdio: 'ignore' })
     children.set(`127.0.0.1:${port}`, child)
     t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
@@ -52,6 +55,7 @@ export async function startRedisCluster (t: Test, masters = 3, replicasPerMaster
   for (const node of nodes) await answers(node)
   execFileSync('redis-cli', ['--cluster', 'create', ...nodes, '--cluster-replicas', String(replicasPerMaster), '--cluster-yes'], { stdio: 'ignore' })
   for (const node of nodes) await untilOk(node)
+  for (const node of nodes) await untilSynchronised(node)
   return {
     nodes,
     setting: nodes.join(','),
@@ -75,10 +79,38 @@ async function answers (node: string): Promise<void> {
   throw new Error(`Redis node ${node} did not start`)
 }
 
+/** A replica that never synchronised with its master is never promoted: waits until each has (masters pass at once). */
+async function untilSynchronised (node: string): Promise<void> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const replication = clusterCli(node, 'INFO', 'replication')
+    if (replication.includes('role:master') || replication.includes('master_link_status:up')) return
+    await sleep(50)
+  }
+  throw new Error(`Redis replica ${node} never synchronised with its master`)
+}
+
 async function untilOk (node: string): Promise<void> {
   for (let attempt = 0; attempt < 200; attempt++) {
     if (clusterCli(node, 'CLUSTER', 'INFO').includes('cluster_state:ok')) return
     await sleep(50)
   }
   throw new Error(`Redis node ${node} never reached cluster_state:ok`)
+}
+
+/** A client of the cluster of the test's own (ioredis's defaults), disconnected on `t`'s teardown. */
+export function clusterClient (t: Test, cluster: RedisCluster): Cluster {
+  const client = new Cluster(cluster.nodes.map((node) => ({ host: node.split(':')[0], port: Number(node.split(':')[1]) })))
+  client.on('error', () => {})
+  t.teardown(() => { client.disconnect() })
+  return client
+}
+
+/**
+ * Every key matching `pattern` on every master of the cluster: each node is asked its role, since a client's list of
+ * masters holds every seed until its first slots refresh.
+ */
+export async function clusterKeys (client: Cluster, pattern: string): Promise<string[]> {
+  const keys = await Promise.all(client.nodes('all').map(async (node) =>
+    (await node.info('replication')).includes('role:master') ? await node.keys(pattern) : []))
+  return keys.flat()
 }
