@@ -60,7 +60,8 @@ export async function simultaneousPresenters (store: SessionStore, trials: numbe
 export async function windowedPresenters (store: SessionStore, trials: number): Promise<string[]> {
   const wrong: string[] = []
   for (let trial = 0; trial < trials; trial++) {
-    const mine = sessionRecord()
+    // A user of its own per trial: these sessions go on, and one user's would reach the cap after CAP trials.
+    const mine = sessionRecord({ userId: randomUUID() })
     await store.start(mine, CAP)
     const now = Date.now()
     const outcomes = await Promise.all(Array.from({ length: PRESENTERS }, () => store.rotate(mine.id, 0, now, now + 120_000, REUSE_WINDOW)))
