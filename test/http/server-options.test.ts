@@ -52,14 +52,14 @@ for (const level of ['trace', 'info']) {
     const token = field(loginBody, 'access_token')
     t.match(token, /^[\w-]+\.[\w-]+\.[\w-]+$/)
     const issuedRefreshToken = field(loginBody, 'refresh_token')
-    t.match(issuedRefreshToken, /^[\w-]+\.[0-9]+\.[0-9]+\.[\w-]{43}$/)
+    t.match(issuedRefreshToken, /^[\w-]+\.[0-9]+\.[0-9]+\.[\w-]+\.[\w-]{43}$/)
     const json = { 'content-type': 'application/json' }
     // A second session, ended by the logout below.
     const second = await fetch(`${base}/auth/login`, { method: 'POST', headers: json, body: JSON.stringify({ username: 'john', password }) })
     const secondToken = field(await second.json(), 'access_token')
     const refreshToken = randomBytes(32).toString('base64url')
     // The MAC is the refresh token's secret part: the rest names a session, as an access token's sid does.
-    const secrets = { token, password, refreshToken, issuedRefreshToken, issuedRefreshMac: issuedRefreshToken.split('.')[3], secondToken }
+    const secrets = { token, password, refreshToken, issuedRefreshToken, issuedRefreshMac: issuedRefreshToken.split('.').at(-1) ?? '', secondToken }
 
     const requests: Array<[string, RequestInit]> = [
       ['/profile', { headers: { authorization: `Bearer ${token}` } }],

@@ -27,7 +27,8 @@ const MAX_SESSIONS = 4
 /** The default access token lifetime (60m), as login and refresh report it. */
 const EXPIRES_IN = 3600
 /** A refresh token: its session, generation, expiry and MAC. */
-const REFRESH_TOKEN_FORM = /^[0-9a-f-]{36}\.[0-9]+\.[0-9]+\.[A-Za-z0-9_-]{43}$/
+// The session, generation, expiry, the user's key (tokens before it carry none) and the MAC.
+const REFRESH_TOKEN_FORM = /^[0-9a-f-]{36}\.[0-9]+\.[0-9]+\.([A-Za-z0-9_-]+\.)?[A-Za-z0-9_-]{43}$/
 /** A longer refresh_token is refused by validation (400) before it is looked at. */
 const MAX_REFRESH_TOKEN_LENGTH = 1024
 
@@ -365,6 +366,7 @@ const base64url = (bytes: Uint8Array): string => Buffer.from(bytes).toString('ba
 const garbageRefresh = fc.oneof(
   // The right form with a MAC the service did not make.
   { weight: 3, arbitrary: fc.tuple(fc.uuid(), fc.nat(5), fc.uint8Array({ minLength: 32, maxLength: 32 })).map(([id, generation, mac]) => `${id}.${generation}.${Math.floor(Date.now() / 1000) + 3600}.${base64url(mac)}`) },
+  { weight: 2, arbitrary: fc.tuple(fc.uuid(), fc.nat(5), fc.constantFrom(1, 2, 3), fc.uint8Array({ minLength: 32, maxLength: 32 })).map(([id, generation, user, mac]) => `${id}.${generation}.${Math.floor(Date.now() / 1000) + 3600}.${Buffer.from(String(user)).toString('base64url')}.${base64url(mac)}`) },
   { weight: 2, arbitrary: fc.uint8Array({ minLength: 32, maxLength: 32 }).map(base64url) },
   { weight: 2, arbitrary: fc.uint8Array({ minLength: 1, maxLength: 48 }).map(base64url) },
   { weight: 2, arbitrary: fc.string({ minLength: 1, maxLength: 50 }) },
