@@ -1,38 +1,51 @@
 /**
- * npm run bench:instructions [-- --only ids --starts N --baseline]: machine instructions per request of the compiled
- * service per route, counted by valgrind's callgrind. CPU time moves by half between runs on a shared machine; this
- * count does not, so it is what a change is compared with (run it on both revisions, compare the tables). It leaves
- * out the kernel and what cache misses cost: it does not replace the CPU table of `npm run bench`.
+ * npm run bench:instructions [-- --only ids --starts N --baseline --root dir]: machine instructions per request of the
+ * compiled service per route, counted by valgrind's callgrind, repeatable to about 1% from run to run on a busy
+ * machine; see BENCHMARKS.md. Per route and start: create the route's cats, send WARM_UP requests, zero the counters,
+ * send COUNTED more, dump. The median of the starts is the figure, the spread (max − min) / median beside it.
  *
- * Per route and start: create the cats, send 20,000 requests of warm-up, zero the counters, count 10,000 more
- * (10 connections), divide by the requests answered. A start now and then settles into a slower state of V8's
- * compiled code, so each server starts twice, side by side, and the lowest count is the figure. Timers count many
- * times over (a request takes ~50× as long under callgrind): load shedding's sample adds some 6k per request.
+ * What made the starts land up to a third apart, and what this does about each:
+ * - Work done on the wall clock was counted: under callgrind a request takes ~50× as long, so timers (load
+ *   shedding's 10 ms event-loop sampler, the Date header, socket timeouts) did 50× their share, more on a busier
+ *   machine, and ran also between the zero and the dump. Only what runs inside libuv's poll phase is counted now
+ *   (`--toggle-collect=uv__io_poll`): reading, answering and writing requests; not timers, immediates, or other
+ *   threads. A request's work that a timer would do is not on any route here.
+ * - V8 decided on the clock: optimizing on a background thread (whose code arrived after a varying number of
+ *   requests), the heap's growth from measured GC and mutator speeds, idle-time and memory-reducing GCs.
+ *   `--predictable` makes V8 single-threaded (optimization is synchronous: the counted code is optimized code, as
+ *   before) and `--predictable-gc-schedule` fixes the heap's growth and semi-space size.
+ * - Ten connections let a varying number of requests share one read and one turn of the loop: one connection now.
+ * - The random ids of PUT are drawn from a fixed sequence (scenarios.ts), the same in every run.
  */
 import { execFileSync, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import os from 'node:os'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { parseArgs } from 'node:util'
 import autocannon from 'autocannon'
-import { int } from './harness.js'
+import { int, median } from './harness.js'
 import { prefill, type LoadRequest } from './load.js'
 import { scenarios } from './scenarios.js'
 import { compileBaseline, describeCommit, serverEnvironments, startServer, type ServerKind } from './servers.js'
 
 const ROUTES = ['profile', 'cat-read', 'cats-list', 'cat-create', 'cat-update', 'cat-delete-create']
-const WARM_UP = 20_000
-const COUNTED = 10_000
+const WARM_UP = 3_000
+const COUNTED = 1_000
+const NODE_ARGS = ['--predictable', '--predictable-gc-schedule']
+const CALLGRIND = ['valgrind', '--tool=callgrind', '--toggle-collect=uv__io_poll']
 
-const { values } = parseArgs({ options: { only: { type: 'string' }, starts: { type: 'string', default: '2' }, baseline: { type: 'boolean' } } })
+const { values } = parseArgs({
+  options: { only: { type: 'string' }, starts: { type: 'string', default: '3' }, baseline: { type: 'boolean' }, root: { type: 'string' } }
+})
 const log = (message: string): void => { process.stderr.write(`${message}\n`) }
 const routes = values.only?.split(',') ?? ROUTES
 if (routes.some((id) => !ROUTES.includes(id))) throw new Error(`--only takes some of: ${ROUTES.join(', ')}`)
 if (spawnSync('valgrind', ['--version']).status !== 0) throw new Error('valgrind is not installed (Debian package valgrind)')
 
-const root = join(import.meta.dirname, '..')
+// --root: another checkout's build (its dist/, built there), counted by this script, as when comparing two revisions.
+const root = resolve(values.root ?? join(import.meta.dirname, '..'))
 const secret = randomBytes(32).toString('hex')
 const environments = serverEnvironments(secret)
 // Under callgrind the event loop runs some fifty times slower: load shedding stays on, with a limit it never reaches.
@@ -57,18 +70,19 @@ async function countOnce (kind: ServerKind, cats: number, requests: LoadRequest[
   const server = await startServer(kind, {
     root,
     env: environments[kind],
-    wrapper: ['valgrind', '--tool=callgrind', vgdbPrefix, `--callgrind-out-file=${join(dir, 'callgrind.out')}`],
+    wrapper: [...CALLGRIND, vgdbPrefix, `--callgrind-out-file=${join(dir, 'callgrind.out')}`],
+    nodeArgs: NODE_ARGS,
     timeoutMs: 300_000
   })
   const control = (command: string): void => {
     execFileSync('callgrind_control', [vgdbPrefix, command, String(server.pid)], { stdio: 'ignore', env: { PATH: process.env.PATH, HOST: '127.0.0.1' } })
   }
   try {
-    await prefill(server.url, cats, Infinity, 10)
+    if (await prefill(server.url, cats, Infinity, 10) !== cats) throw new Error(`${kind}: the prefill fell short`)
     const run = async (amount: number): Promise<number> => {
-      const result = await autocannon({ url: server.url, connections: 10, amount, timeout: 60, requests })
-      // Under callgrind on a busy machine a few requests fail (a socket closed) or are shed (503: a second of load
-      // shedding passed without a sample of the loop's delay): up to 1% is tolerated, and logged.
+      const result = await autocannon({ url: server.url, connections: 1, amount, timeout: 60, requests })
+      // A few requests may fail (a socket closed) or be shed (503: a second passed without a sample of the loop's
+      // delay, when the machine is busy): up to 1% is tolerated, and logged.
       const shed = result.statusCodeStats['503']?.count ?? 0
       const failed = `${result.errors} errors, ${JSON.stringify(result.statusCodeStats)}`
       if (result.non2xx > shed || result.errors + shed > amount / 100) throw new Error(`${kind}: ${failed}`)
@@ -86,28 +100,35 @@ async function countOnce (kind: ServerKind, cats: number, requests: LoadRequest[
   }
 }
 
-/** The starts of one server side by side (a count does not depend on sharing the CPUs); every count, lowest first. */
+/** The starts of one server, two at a time (a count does not depend on sharing the CPUs); every count, lowest first. */
 async function counts (kind: ServerKind, cats: number, requests: LoadRequest[]): Promise<number[]> {
-  // Settled, all of them: a start that fails leaves none of the others running.
-  const starts = await Promise.allSettled(Array.from({ length: Number(values.starts) }, async () => await countOnce(kind, cats, requests)))
-  return starts.map((start) => { if (start.status === 'rejected') throw start.reason; return start.value }).sort((a, b) => a - b)
+  const all: number[] = []
+  for (let done = 0; done < Number(values.starts); done += 2) {
+    const batch = Math.min(2, Number(values.starts) - done)
+    // Settled, all of them: a start that fails leaves none of the others running.
+    const starts = await Promise.allSettled(Array.from({ length: batch }, async () => await countOnce(kind, cats, requests)))
+    for (const start of starts) { if (start.status === 'rejected') throw start.reason; all.push(start.value) }
+  }
+  return all.sort((a, b) => a - b)
 }
 
-compileBaseline(root)
+if (values.baseline === true) compileBaseline(root)
 const k = (n: number): string => `${(n / 1000).toFixed(1)}k`
+const spread = (all: number[]): string => `${((all[all.length - 1] - all[0]) / median(all) * 100).toFixed(1)}%`
 const lines = [
-  `Instructions per request of ${describeCommit(root)} (callgrind; lowest of ${values.starts} starts, ${int(WARM_UP)} requests of warm-up, ${int(COUNTED)} counted):`,
+  `Instructions per request of ${describeCommit(root)} (callgrind, poll phase only; median of ${values.starts} starts, ` +
+    `${int(WARM_UP)} requests of warm-up, ${int(COUNTED)} counted, 1 connection):`,
   '',
-  `| Route | service | starts${values.baseline ? ' | baseline | ratio' : ''} |`,
-  `| --- | --- | ---${values.baseline ? ' | --- | ---' : ''} |`
+  `| Route | service | spread | starts${values.baseline === true ? ' | baseline | ratio' : ''} |`,
+  `| --- | --- | --- | ---${values.baseline === true ? ' | --- | ---' : ''} |`
 ]
 for (const scenario of scenarios(secret).filter((s) => routes.includes(s.id))) {
   const requests = scenario.requests()
   const service = await counts('service', scenario.cats, requests)
   log(`[instructions] ${scenario.title}: service ${service.map(k).join(', ')}`)
-  const baseline = values.baseline ? await counts('baseline', scenario.cats, requests) : undefined
+  const baseline = values.baseline === true ? await counts('baseline', scenario.cats, requests) : undefined
   if (baseline !== undefined) log(`[instructions] ${scenario.title}: baseline ${baseline.map(k).join(', ')}`)
-  lines.push(`| ${scenario.title} | ${k(service[0])} | ${service.map(k).join(', ')}` +
-    `${baseline === undefined ? '' : ` | ${k(baseline[0])} | ${(service[0] / baseline[0]).toFixed(2)}`} |`)
+  lines.push(`| ${scenario.title} | ${k(median(service))} | ${spread(service)} | ${service.map(k).join(', ')}` +
+    `${baseline === undefined ? '' : ` | ${k(median(baseline))} | ${(median(service) / median(baseline)).toFixed(2)}`} |`)
 }
 console.log(lines.join('\n'))
