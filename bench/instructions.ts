@@ -1,21 +1,10 @@
 /**
  * npm run bench:instructions [-- --only ids --starts N --baseline --root dir]: machine instructions per request of the
- * compiled service per route, counted by valgrind's callgrind, repeatable to about 1% from run to run on a busy
- * machine; see BENCHMARKS.md. Per route and start: create the route's cats, send WARM_UP requests, zero the counters,
- * send COUNTED more, dump. The median of the starts is the figure, the spread (max − min) / median beside it.
- *
- * What made the starts land up to a third apart, and what this does about each:
- * - Work done on the wall clock was counted: under callgrind a request takes ~50× as long, so timers (load
- *   shedding's 10 ms event-loop sampler, the Date header, socket timeouts) did 50× their share, more on a busier
- *   machine, and ran also between the zero and the dump. Only what runs inside libuv's poll phase is counted now
- *   (`--toggle-collect=uv__io_poll`): reading, answering and writing requests; not timers, immediates, or other
- *   threads. A request's work that a timer would do is not on any route here.
- * - V8 decided on the clock: optimizing on a background thread (whose code arrived after a varying number of
- *   requests), the heap's growth from measured GC and mutator speeds, idle-time and memory-reducing GCs.
- *   `--predictable` makes V8 single-threaded (optimization is synchronous: the counted code is optimized code, as
- *   before) and `--predictable-gc-schedule` fixes the heap's growth and semi-space size.
- * - Ten connections let a varying number of requests share one read and one turn of the loop: one connection now.
- * - The random ids of PUT are drawn from a fixed sequence (scenarios.ts), the same in every run.
+ * compiled service per route under valgrind's callgrind, repeatable to about 1% on a busy machine (BENCHMARKS.md says
+ * why starts used to land a third apart). Per route and start: create the cats, send WARM_UP requests, switch
+ * callgrind's instrumentation on, zero, count COUNTED more on one connection. Only libuv's poll phase is counted
+ * (reading, answering, writing; not timers, whose share grows with the wall clock), in a V8 made single-threaded
+ * and clock-free by --predictable. The figure is the median of the starts, the spread beside it.
  */
 import { execFileSync, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -25,27 +14,23 @@ import { join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { parseArgs } from 'node:util'
 import autocannon from 'autocannon'
-import { int, median } from './harness.js'
+import { int, median, table } from './harness.js'
 import { prefill, type LoadRequest } from './load.js'
 import { scenarios } from './scenarios.js'
 import { compileBaseline, describeCommit, serverEnvironments, startServer, type ServerKind } from './servers.js'
 
 const ROUTES = ['profile', 'cat-read', 'cats-list', 'cat-create', 'cat-update', 'cat-delete-create']
-const WARM_UP = 3_000
+const WARM_UP = 5_000
 const COUNTED = 1_000
 const NODE_ARGS = ['--predictable', '--predictable-gc-schedule']
-const CALLGRIND = ['valgrind', '--tool=callgrind', '--toggle-collect=uv__io_poll']
+const CALLGRIND = ['valgrind', '--tool=callgrind', '--instr-atstart=no', '--toggle-collect=uv__io_poll']
 
-const { values } = parseArgs({
-  options: { only: { type: 'string' }, starts: { type: 'string', default: '3' }, baseline: { type: 'boolean' }, root: { type: 'string' } }
-})
-const log = (message: string): void => { process.stderr.write(`${message}\n`) }
+const options = { only: { type: 'string' }, starts: { type: 'string', default: '3' }, baseline: { type: 'boolean' }, root: { type: 'string' } } as const
+const { values } = parseArgs({ options })
 const routes = values.only?.split(',') ?? ROUTES
 if (routes.some((id) => !ROUTES.includes(id))) throw new Error(`--only takes some of: ${ROUTES.join(', ')}`)
 if (spawnSync('valgrind', ['--version']).status !== 0) throw new Error('valgrind is not installed (Debian package valgrind)')
-
-// --root: another checkout's build (its dist/, built there), counted by this script, as when comparing two revisions.
-const root = resolve(values.root ?? join(import.meta.dirname, '..'))
+const root = resolve(values.root ?? join(import.meta.dirname, '..')) // --root: another checkout's build, to compare
 const secret = randomBytes(32).toString('hex')
 const environments = serverEnvironments(secret)
 // Under callgrind the event loop runs some fifty times slower: load shedding stays on, with a limit it never reaches.
@@ -72,7 +57,7 @@ async function countOnce (kind: ServerKind, cats: number, requests: LoadRequest[
     env: environments[kind],
     wrapper: [...CALLGRIND, vgdbPrefix, `--callgrind-out-file=${join(dir, 'callgrind.out')}`],
     nodeArgs: NODE_ARGS,
-    timeoutMs: 300_000
+    timeoutMs: 900_000
   })
   const control = (command: string): void => {
     execFileSync('callgrind_control', [vgdbPrefix, command, String(server.pid)], { stdio: 'ignore', env: { PATH: process.env.PATH, HOST: '127.0.0.1' } })
@@ -81,15 +66,16 @@ async function countOnce (kind: ServerKind, cats: number, requests: LoadRequest[
     if (await prefill(server.url, cats, Infinity, 10) !== cats) throw new Error(`${kind}: the prefill fell short`)
     const run = async (amount: number): Promise<number> => {
       const result = await autocannon({ url: server.url, connections: 1, amount, timeout: 60, requests })
-      // A few requests may fail (a socket closed) or be shed (503: a second passed without a sample of the loop's
-      // delay, when the machine is busy): up to 1% is tolerated, and logged.
+      // Up to 1% may fail (a socket closed) or be shed (503: no sample of the loop's delay for a second), logged.
       const shed = result.statusCodeStats['503']?.count ?? 0
       const failed = `${result.errors} errors, ${JSON.stringify(result.statusCodeStats)}`
       if (result.non2xx > shed || result.errors + shed > amount / 100) throw new Error(`${kind}: ${failed}`)
-      if (result.errors + shed > 0) log(`[instructions] ${kind}, ${amount} requests: ${failed}`)
+      if (result.errors + shed > 0) process.stderr.write(`[instructions] ${kind}, ${amount} requests: ${failed}\n`)
       return result.requests.total
     }
     await run(WARM_UP)
+    control('--instr=on')
+    await run(20) // Collection starts as the loop next enters its poll phase: while idle, it waits inside it.
     control('--zero')
     const answered = await run(COUNTED)
     control('--dump')
@@ -100,35 +86,25 @@ async function countOnce (kind: ServerKind, cats: number, requests: LoadRequest[
   }
 }
 
-/** The starts of one server, two at a time (a count does not depend on sharing the CPUs); every count, lowest first. */
+/** The starts of one server side by side (a count does not depend on sharing the CPUs); every count, lowest first. */
 async function counts (kind: ServerKind, cats: number, requests: LoadRequest[]): Promise<number[]> {
-  const all: number[] = []
-  for (let done = 0; done < Number(values.starts); done += 2) {
-    const batch = Math.min(2, Number(values.starts) - done)
-    // Settled, all of them: a start that fails leaves none of the others running.
-    const starts = await Promise.allSettled(Array.from({ length: batch }, async () => await countOnce(kind, cats, requests)))
-    for (const start of starts) { if (start.status === 'rejected') throw start.reason; all.push(start.value) }
-  }
-  return all.sort((a, b) => a - b)
+  // Settled, all of them: a start that fails leaves none of the others running.
+  const starts = await Promise.allSettled(Array.from({ length: Number(values.starts) }, async () => await countOnce(kind, cats, requests)))
+  return starts.map((start) => { if (start.status === 'rejected') throw start.reason; return start.value }).sort((a, b) => a - b)
 }
 
 if (values.baseline === true) compileBaseline(root)
 const k = (n: number): string => `${(n / 1000).toFixed(1)}k`
 const spread = (all: number[]): string => `${((all[all.length - 1] - all[0]) / median(all) * 100).toFixed(1)}%`
-const lines = [
-  `Instructions per request of ${describeCommit(root)} (callgrind, poll phase only; median of ${values.starts} starts, ` +
-    `${int(WARM_UP)} requests of warm-up, ${int(COUNTED)} counted, 1 connection):`,
-  '',
-  `| Route | service | spread | starts${values.baseline === true ? ' | baseline | ratio' : ''} |`,
-  `| --- | --- | --- | ---${values.baseline === true ? ' | --- | ---' : ''} |`
-]
+const rows: string[][] = []
 for (const scenario of scenarios(secret).filter((s) => routes.includes(s.id))) {
   const requests = scenario.requests()
   const service = await counts('service', scenario.cats, requests)
-  log(`[instructions] ${scenario.title}: service ${service.map(k).join(', ')}`)
   const baseline = values.baseline === true ? await counts('baseline', scenario.cats, requests) : undefined
-  if (baseline !== undefined) log(`[instructions] ${scenario.title}: baseline ${baseline.map(k).join(', ')}`)
-  lines.push(`| ${scenario.title} | ${k(median(service))} | ${spread(service)} | ${service.map(k).join(', ')}` +
-    `${baseline === undefined ? '' : ` | ${k(median(baseline))} | ${(median(service) / median(baseline)).toFixed(2)}`} |`)
+  process.stderr.write(`[instructions] ${scenario.title}: service ${service.map(k).join(', ')}${baseline === undefined ? '' : `; baseline ${baseline.map(k).join(', ')}`}\n`)
+  rows.push([scenario.title, k(median(service)), spread(service), service.map(k).join(', '),
+    ...baseline === undefined ? [] : [k(median(baseline)), (median(service) / median(baseline)).toFixed(2)]])
 }
-console.log(lines.join('\n'))
+console.log(`Instructions per request of ${describeCommit(root)} (callgrind, poll phase only; median of ${values.starts} starts, ` +
+  `${int(WARM_UP)} requests of warm-up, ${int(COUNTED)} counted, 1 connection):\n\n` +
+  table(['Route', 'service', 'spread', 'starts', ...values.baseline === true ? ['baseline', 'ratio'] : []], rows))
