@@ -20,8 +20,8 @@ import { scenarios } from './scenarios.js'
 import { compileBaseline, describeCommit, serverEnvironments, startServer, type ServerKind } from './servers.js'
 
 const ROUTES = ['profile', 'cat-read', 'cats-list', 'cat-create', 'cat-update', 'cat-delete-create']
-const WARM_UP = 5_000
-const COUNTED = 1_000
+const WARM_UP = 10_000
+const COUNTED = 1_500
 const NODE_ARGS = ['--predictable', '--predictable-gc-schedule']
 const CALLGRIND = ['valgrind', '--tool=callgrind', '--instr-atstart=no', '--toggle-collect=uv__io_poll']
 
