@@ -67,8 +67,6 @@ function isObject (value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
-// The security headers of every response, from the same source as the service's.
-
 /** Every response's headers: the security headers, the request id (the client's UUID or a new one), and `headers`. */
 function responseHeaders (res: ServerResponse, headers: OutgoingHttpHeaders): OutgoingHttpHeaders {
   return { ...SECURITY_HEADERS, 'x-request-id': requestId(res.req), ...headers }

@@ -29,9 +29,9 @@ export const loginRequest: LoadRequest = {
   method: 'POST', path: '/auth/login', headers: JSON_HEADERS, body: JSON.stringify({ username: 'john', password: 'changeme' })
 }
 
-/** One request per id: `count` ids drawn at random from 1..n, or 1..n in turn. */
+/** One request per id: `count` ids scattered over 1..n (a fixed sequence, the same in every run), or 1..n in turn. */
 export function perId (template: Omit<LoadRequest, 'path'>, n: number, count?: number): LoadRequest[] {
-  const ids = Array.from({ length: count ?? n }, (_, index) => count === undefined ? index + 1 : 1 + Math.floor(Math.random() * n))
+  const ids = Array.from({ length: count ?? n }, (_, index) => count === undefined ? index + 1 : 1 + (index * 2_654_435_761 + 12_345) % n)
   return ids.map((id) => ({ ...template, path: `/cats/${id}` }))
 }
 

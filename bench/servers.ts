@@ -81,8 +81,8 @@ function getStatus (url: string): Promise<number | undefined> {
   })
 }
 
-/** `root`: the repository, the child's working directory; `cpu`: pinned to it with taskset; `wrapper`: e.g. valgrind. */
-export interface StartOptions { root: string, env: Record<string, string>, cpu?: number, wrapper?: string[], timeoutMs?: number }
+/** `root`: the child's working directory; `cpu`: pinned with taskset; `wrapper`: e.g. valgrind; `nodeArgs`: node's flags. */
+export interface StartOptions { root: string, env: Record<string, string>, cpu?: number, wrapper?: string[], nodeArgs?: string[], timeoutMs?: number }
 
 /** `startupMs`: from spawn to the first successful request. */
 export interface RunningServer { kind: ServerKind, pid: number, url: string, startupMs: number, stop: () => Promise<void> }
@@ -92,7 +92,7 @@ export async function startServer (kind: ServerKind, options: StartOptions): Pro
   const port = await freePort()
   const logFile = join(os.tmpdir(), `cats-bench-${kind}-${port}.log`)
   const logFd = openSync(logFile, 'w')
-  const node = [...options.wrapper ?? [], process.execPath, COMMANDS[kind]]
+  const node = [...options.wrapper ?? [], process.execPath, ...options.nodeArgs ?? [], COMMANDS[kind]]
   const argv = options.cpu === undefined ? node : ['taskset', '-c', String(options.cpu), ...node]
   const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...options.env, PORT: String(port), HOST: '127.0.0.1' }
   const started = performance.now()
