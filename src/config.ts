@@ -218,7 +218,7 @@ export function loadConfig (source: Record<string, unknown>, { envFile }: Config
 /**
  * A session is listed, and can be ended by its owner, as long as its record lives, which is as long as its refresh
  * token: a refresh token shorter-lived than the access token issued with it would let a session drop out of the
- * list while that access token still works (D42). Such a setting is refused.
+ * list while that access token still works. Such a setting is refused.
  */
 function checkLifetimes ({ REFRESH_TOKENS, REFRESH_TOKEN_TTL, JWT_EXPIRES_IN }: Config): void {
   if (!REFRESH_TOKENS || durationToSeconds(REFRESH_TOKEN_TTL) >= durationToSeconds(JWT_EXPIRES_IN)) return

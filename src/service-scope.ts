@@ -14,7 +14,7 @@ import type { TokenGuard } from './auth/token-guard.js'
 /**
  * What the service decorates its own encapsulated scope with. Every name starts with `cats`, so that none shadows a
  * host's own decorator (`config`, `users`, `redis`, `authenticate`…) for the host's hooks that run on the service's
- * routes; and the types live here rather than in Fastify's interfaces, which belong to the host (D38).
+ * routes; and the types live here rather than in Fastify's interfaces, which belong to the host.
  */
 export interface ServiceDecorators {
   /** The settings, validated once at start (src/app.ts). */

@@ -267,7 +267,7 @@ t.test('envFile: a .env file fills in what the source does not set, and the sour
   t.equal(loadConfig({ JWT_SECRET: SECRET }, { envFile: join(dir, 'missing.env') }).PORT, 3000, 'a missing file is no error')
 })
 
-t.test('with refresh tokens, a REFRESH_TOKEN_TTL shorter than JWT_EXPIRES_IN is refused, naming both (D42)', async (t) => {
+t.test('with refresh tokens, a REFRESH_TOKEN_TTL shorter than JWT_EXPIRES_IN is refused, naming both', async (t) => {
   const message = configError({ JWT_SECRET: SECRET, REFRESH_TOKENS: 'true', REFRESH_TOKEN_TTL: '30m', JWT_EXPIRES_IN: '1h' })
   t.match(message, /REFRESH_TOKEN_TTL \(30m\)/, 'names the refresh token\'s lifetime')
   t.match(message, /JWT_EXPIRES_IN \(1h\)/, 'and the access token\'s')

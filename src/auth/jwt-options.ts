@@ -19,7 +19,7 @@ export function verifyOptions ({ JWT_ISSUER, JWT_AUDIENCE }: Config): Omit<Parti
 /**
  * Signs access tokens with the configured key (an asymmetric one names itself with `kid`), lifetime, issuer and
  * audience. fast-jwt directly, not @fastify/jwt: that plugin decorates `jwt` and request `user`, or, under a
- * `namespace`, adds itself to a host's existing `fastify.jwt`; the service must leave a host's decorators alone (D38).
+ * `namespace`, adds itself to a host's existing `fastify.jwt`; the service must leave a host's decorators alone.
  * Tokens are verified by `keyedVerify` (src/auth/token-keys.ts).
  */
 export function accessTokenSigner (config: Config, keys: TokenKeys): (claims: TokenClaims) => string {

@@ -95,7 +95,7 @@ export class Sessions {
       windowCount: 0,
       ended: false
     }
-    // The sessions the cap ends are denied before they end (D42): should a denial fail, nothing has ended, and
+    // The sessions the cap ends are denied before they end: should a denial fail, nothing has ended, and
     // the retry denies them again; should the start fail after them, a retry or their own next refresh ends them.
     const denied: string[] = []
     let outcome = await store.start(session, maxPerUser)
@@ -154,7 +154,7 @@ export class Sessions {
 
   /**
    * Logout: ends the session of this access token (`local`), the user's other sessions (`others`), or both
-   * (`global`). Each session is denied before it ends (D42): should a denial fail, the sessions not ended yet are
+   * (`global`). Each session is denied before it ends: should a denial fail, the sessions not ended yet are
    * still live, and the retry denies and ends them; should an ending fail, its session is denied already, and the
    * retry (or its own next refresh) ends it.
    */
@@ -182,7 +182,7 @@ export class Sessions {
   }
 
   /**
-   * Ends one of the token's user's live sessions, denied before it ends (D42); false when the user has no live
+   * Ends one of the token's user's live sessions, denied before it ends; false when the user has no live
    * session of this id. A retry after a failure finds it still live, so it is denied and ended then.
    */
   async endOne (claims: VerifiedClaims, id: string): Promise<boolean> {
@@ -213,7 +213,7 @@ export class Sessions {
     return claims
   }
 
-  /** Denies the session, then ends it: an ending is never written before its denial (D42). */
+  /** Denies the session, then ends it: an ending is never written before its denial. */
   async #end (sessionId: string, user: string, reason: EndReason): Promise<void> {
     await this.#deny(sessionId)
     await this.#options.store.end(sessionId, user)

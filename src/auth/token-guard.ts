@@ -29,7 +29,7 @@ export interface Verified {
 
 /**
  * Where the guard keeps what it verified: a symbol of the package's own, so that no request decorator of a host
- * (`user` of @fastify/jwt, say) is claimed or overwritten, on the service's routes or on the host's (D38).
+ * (`user` of @fastify/jwt, say) is claimed or overwritten, on the service's routes or on the host's.
  */
 const VERIFIED = Symbol('cats-auth-service.verified')
 type GuardedRequest = FastifyRequest & { [VERIFIED]?: Verified | null }

@@ -4,7 +4,7 @@ import { SCHEMA_NAMESPACE } from './schemas.js'
  * The service's operations in two OpenAPI documents: its own (under its prefix, `/docs/json`) and the one
  * of a host app with its own @fastify/swagger, which collects every route of every scope below it, the
  * service's included. Declared here without @fastify/swagger's types: those would add its declarations
- * to Fastify's interfaces in every host that imports the package (D38).
+ * to Fastify's interfaces in every host that imports the package.
  */
 
 /** The bearer scheme of the guarded routes, as the service's own document names it. */

@@ -68,7 +68,7 @@ class FlakyStore extends MemorySessionStore {
   }
 }
 
-t.test('every path that ends sessions heals on retry when a denial or an ending fails (D42)', async (t) => {
+t.test('every path that ends sessions heals on retry when a denial or an ending fails', async (t) => {
   const store = new FlakyStore()
   const denylist = new FlakyDenylist()
   t.teardown(async () => {

@@ -13,7 +13,7 @@ import { migrate, migrationStatus, MIGRATIONS_TABLE } from '../../src/db/migrati
 import { READINESS_CACHE_MS } from '../../src/readiness.js'
 
 /**
- * D40 on the PostgreSQL server at TEST_DATABASE_URL: the package's objects in a schema of their own
+ * On the PostgreSQL server at TEST_DATABASE_URL: the package's objects in a schema of their own
  * (DATABASE_SCHEMA), its own migrations table, the previous release's record copied only when it is the package's,
  * no object of a host altered or adopted, and readiness that probes the package's tables.
  */

@@ -6,7 +6,7 @@ import { serverOptions } from '../../src/http/server-options.js'
 import { testConfig } from '../support/app.js'
 import { cheapDemoUsers } from '../support/cheap-users.js'
 
-// D44's HTTP details, seen on the wire (the service served on a real socket, read with fetch): the challenges of
+// The HTTP details of RFC 9110, 5789, 6750 and 9457, seen on the wire (the service served on a real socket, read with fetch): the challenges of
 // every 401, Accept-Patch on a PATCH's 415, 405 with Allow for a known path (standalone and under a host's prefix),
 // and no-store on every answer that carries tokens or sessions.
 

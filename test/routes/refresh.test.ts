@@ -68,7 +68,7 @@ if (TEST_DATABASE_URL === undefined || TEST_DATABASE_URL === '') {
     t.equal(counter.count - before, 0, `${strangers.length} refreshes with unknown tokens, queries`)
 
     const upgraded = await refresh(app, legacy)
-    t.equal(upgraded.statusCode, 200, 'a live pre-upgrade refresh token still refreshes (D28: sessions survive the upgrade)')
+    t.equal(upgraded.statusCode, 200, 'a live pre-upgrade refresh token still refreshes (existing sessions survive the upgrade)')
     t.equal((await refresh(app, legacy)).statusCode, 401, 'once: again it is a reuse')
   })
 }

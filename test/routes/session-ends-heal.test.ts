@@ -11,7 +11,7 @@ import { freshKeyPrefix } from '../support/redis.js'
 import { adminClient, freshServerSchema, urlWithSchema } from '../support/sql-schemas.js'
 
 /**
- * D42: a session end the client was told failed (503) is finished by its retry, or by the session's next request.
+ * A session end the client was told failed (503) is finished by its retry, or by the session's next request.
  * Each path that ends sessions is made to fail where the denial of access tokens (or the ending of the record) is
  * written, per store configuration: a trigger on the table in PostgreSQL and PGlite, an ACL user that may read
  * every key but write only some in Redis. After the fault is cleared and the client retries, the other device's

@@ -4,7 +4,7 @@ import t from 'tap'
 import { pausedReader, startFilledServer, statusLineOf } from '../support/filled-server.js'
 
 // 30 clients that send GET /cats?limit=1000 and never read, at 1,000 cats of about 8 KB (a page of 8 MB), must keep
-// the server's RSS within 100 MB of its idle size (D43): a page streams in chunks like a whole list. Built whole, each
+// the server's RSS within 100 MB of its idle size: a page streams in chunks like a whole list. Built whole, each
 // answer was the page's 8 MB, held until the connection timed out (measured: 174 → 812 MiB). Once with the cap on
 // streams raised to 30, so that every reader is streamed to and only the chunks bound the memory, once with the
 // default cap, past which readers get a 503 at once; on memory and, when TEST_DATABASE_URL is set, on PostgreSQL.

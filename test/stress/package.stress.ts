@@ -107,7 +107,7 @@ t.test('the type declarations a host reads name only dependencies, none of the o
   t.strictSame([...read].filter((file) => !packedFiles.includes(file)), [], 'every one is in the tarball')
   t.strictSame([...named].filter((name) => optionalPeers.includes(name)), [], 'no optional peer')
   t.strictSame([...named].filter((name) => !(name in pkg.dependencies) && !builtin(name)), [], 'only what a host installs with the package')
-  // D38: a host's own declarations of Fastify's interfaces (its config, authenticate, request.user) stay its own.
+  // A host's own declarations of Fastify's interfaces (its config, authenticate, request.user) stay its own.
   const augmenting = [...read].filter((file) => packedFiles.includes(file) && /\bdeclare\s+module\b/.test(readFileSync(installed(file), 'utf8')))
   t.strictSame(augmenting, [], 'none of them declares anything into another module (Fastify\'s interfaces, FastifyJWT)')
 })
