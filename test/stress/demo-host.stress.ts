@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import type { Test } from 'tap'
 import { freshKeyPrefix } from '../support/redis.js'
-import { plainNode, withoutTapLoader } from '../support/server.js'
+import { hostAddress, plainNode, withoutTapLoader } from '../support/server.js'
 import { adminClient, freshSchemaName, freshServerSchema, urlWithSchema } from '../support/sql-schemas.js'
 
 // A host app of fastify/demo's shape (test/fixtures/demo-host) installed with the packed package in a temporary
@@ -101,16 +101,7 @@ if (TEST_DATABASE_URL === undefined) {
       if (child.pid !== undefined) process.kill(child.pid, 'SIGTERM')
       await exited
     })
-    let output = ''
-    child.stderr.on('data', (chunk) => { output += String(chunk) })
-    return new Promise<string>((resolve, reject) => {
-      child.stdout.on('data', (chunk) => {
-        output += String(chunk)
-        const match = /listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output)
-        if (match !== null) resolve(match[1])
-      })
-      child.once('exit', (code) => reject(new Error(`the host exited with ${code}: ${output}`)))
-    })
+    return await hostAddress(child, 'the host')
   }
 
   /** JSON request helper: status and parsed body (undefined when empty). */

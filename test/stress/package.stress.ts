@@ -10,7 +10,7 @@ import semver from 'semver'
 import type { Test } from 'tap'
 import { TEST_SECRET } from '../support/app.js'
 import { freshKeyPrefix } from '../support/redis.js'
-import { plainNode, withoutTapLoader } from '../support/server.js'
+import { hostAddress, plainNode, withoutTapLoader } from '../support/server.js'
 import { adminClient, freshServerSchema, urlWithSchema } from '../support/sql-schemas.js'
 
 const run = promisify(execFile)
@@ -116,16 +116,7 @@ t.test('the type declarations a host reads name only dependencies, none of the o
 async function startHost (t: Test, file: string, hostEnv: Record<string, string> = {}): Promise<string> {
   const child = spawn(...plainNode(file), { cwd: dir, env: { ...env, JWT_SECRET: TEST_SECRET, ...hostEnv } })
   t.teardown(() => { child.kill('SIGKILL') })
-  let output = ''
-  child.stderr.on('data', (chunk) => { output += String(chunk) })
-  return new Promise<string>((resolve, reject) => {
-    child.stdout.on('data', (chunk) => {
-      output += String(chunk)
-      const match = /listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output)
-      if (match !== null) resolve(match[1])
-    })
-    child.once('exit', (code) => reject(new Error(`host exited with ${code}: ${output}`)))
-  })
+  return await hostAddress(child, 'host')
 }
 
 /** Logs in as john through the service under /api, reads the profile, creates a cat and lists it; returns the token. */

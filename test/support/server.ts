@@ -1,4 +1,4 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
+import { spawn, type ChildProcess, type ChildProcessWithoutNullStreams } from 'node:child_process'
 import { join } from 'node:path'
 import type { Test } from 'tap'
 import { TEST_SECRET } from './app.js'
@@ -66,4 +66,21 @@ export async function startServer (env: Record<string, string | undefined> = {},
     child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${output}`)))
   })
   return { child, base, output: () => output }
+}
+
+/**
+ * The address a host app's child process prints once it listens (`listening at http://127.0.0.1:<port>`); rejects,
+ * with what it printed, when it exits before.
+ */
+export async function hostAddress (child: ChildProcess, name: string): Promise<string> {
+  let output = ''
+  child.stderr?.on('data', (chunk) => { output += String(chunk) })
+  return await new Promise<string>((resolve, reject) => {
+    child.stdout?.on('data', (chunk) => {
+      output += String(chunk)
+      const match = /listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output)
+      if (match !== null) resolve(match[1])
+    })
+    child.once('exit', (code) => reject(new Error(`${name} exited with ${code}: ${output}`)))
+  })
 }
