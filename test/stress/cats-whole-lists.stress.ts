@@ -1,9 +1,11 @@
 import { spawn, spawnSync } from 'node:child_process'
+import { readdirSync, readFileSync } from 'node:fs'
 import { Agent, request } from 'node:http'
 import { availableParallelism, loadavg } from 'node:os'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
-import t from 'tap'
+import pg from 'pg'
+import t, { type Test } from 'tap'
 import { startFilledServer } from '../support/filled-server.js'
 
 // Five concurrent GET /cats at 1,000,000 cats (the first 10,000 of about 8 KB: 140 MB each) must keep other
@@ -15,7 +17,8 @@ import { startFilledServer } from '../support/filled-server.js'
 // bounded without that allowance: the most CPU time its main thread used in one turn of the event loop (a turn that
 // took long in wall time but little CPU time is one in which the thread was not running; the process's other threads,
 // the garbage collector's helpers among them, share its one CPU and are printed, not bounded). The server runs on CPU 1
-// alone and the load (this process and the list readers) on CPU 0, so the load does not take the server's CPU.
+// alone and the load (this process and the list readers) on CPU 0, so the load does not take the server's CPU; so does
+// PostgreSQL while it serves the test (its processes are moved to CPU 0 and back), as a database on its own host would.
 // Once with the memory store, once with PostgreSQL when TEST_DATABASE_URL is set.
 
 const CATS = 1_000_000
@@ -28,6 +31,29 @@ const LOAD_CPU = 0
 
 // This process (the probes) and the list readers it starts run on the load's CPU.
 spawnSync('taskset', ['-cp', String(LOAD_CPU), String(process.pid)])
+
+/** The parent PID of a process (Linux). */
+const parentOf = (pid: number): number => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[1])
+
+/**
+ * Moves the PostgreSQL server behind `databaseUrl` (its postmaster, whose new backends inherit the mask, and every
+ * process it has started) to `cpu` until `t` ends, then gives each of them back the CPUs it had.
+ */
+async function pinDatabase (t: Test, databaseUrl: string, cpu: number): Promise<void> {
+  const client = new pg.Client({ connectionString: databaseUrl })
+  await client.connect()
+  const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')
+  const postmaster = parentOf(rows[0].pid)
+  await client.end()
+  const pids = [postmaster, ...readdirSync('/proc').filter((name) => /^\d+$/.test(name)).map(Number).filter((pid) => {
+    try { return parentOf(pid) === postmaster } catch { return false }
+  })]
+  const masks = new Map(pids.map((pid) => [pid, /: ([0-9a-f]+)$/.exec(spawnSync('taskset', ['-p', String(pid)], { encoding: 'utf8' }).stdout.trim())?.[1]]))
+  for (const pid of pids) spawnSync('taskset', ['-a', '-cp', String(cpu), String(pid)])
+  t.teardown(() => {
+    for (const [pid, mask] of masks) if (mask !== undefined) spawnSync('taskset', ['-a', '-p', mask, String(pid)])
+  })
+}
 
 /** Reads `lists` whole lists at once over raw sockets and prints each one's bytes. */
 const LIST_READERS = `
@@ -59,6 +85,7 @@ function readLists (port: number, lists: number): Promise<number[]> {
 const stores = [['memory', undefined], ['PostgreSQL', process.env.TEST_DATABASE_URL]] as const
 for (const [store, databaseUrl] of stores) {
   t.test(`${LISTS} concurrent whole lists at ${CATS.toLocaleString('en')} cats (${store}) keep GET /health under 50 ms`, { skip: store !== 'memory' && databaseUrl === undefined ? 'TEST_DATABASE_URL is not set' : false }, async (t) => {
+    if (databaseUrl !== undefined) await pinDatabase(t, databaseUrl, LOAD_CPU)
     const server = await startFilledServer(t, { cats: CATS, largeCats: LARGE_CATS, timeTurns: true, databaseUrl, cpu: SERVER_CPU })
     const agent = new Agent({ keepAlive: true, maxSockets: 1 })
     t.teardown(() => agent.destroy())
