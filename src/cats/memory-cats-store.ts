@@ -15,6 +15,8 @@ interface Entry {
   readonly position: number
   cat: StoredCat
   stored: VersionedCat
+  /** The UTF-8 bytes of `stored.json`, counted once per write: a page counts them for each cat it reads. */
+  bytes: number
   removed: boolean
 }
 
@@ -115,7 +117,7 @@ export class MemoryCatsStore implements CatsStore {
       const entry = order[index]
       if (entry.removed) continue
       if (entry.position > through) break
-      bytes += Buffer.byteLength(entry.stored.json) + 1
+      bytes += entry.bytes + 1
       if (bytes > maxBytes && texts.length > 0) break
       texts.push(entry.stored.json)
       last = entry.position
@@ -154,7 +156,8 @@ export class MemoryCatsStore implements CatsStore {
   #add (fields: CreateCatBody): Entry {
     if (this.size >= this.#limits.maxCats) throw new CollectionFull(this.#limits.maxCats)
     const cat: StoredCat = { id: nextCatId(this.size), name: fields.name, age: fields.age, breed: fields.breed }
-    const entry: Entry = { position: ++this.#lastPosition, cat, stored: { json: JSON.stringify(cat), version: this.#nextVersion() }, removed: false }
+    const json = JSON.stringify(cat)
+    const entry: Entry = { position: ++this.#lastPosition, cat, stored: { json, version: this.#nextVersion() }, bytes: Buffer.byteLength(json), removed: false }
     this.#inCreationOrder.push(entry)
     let queue = this.#byId.get(cat.id)
     if (queue === undefined) {
@@ -223,6 +226,7 @@ export class MemoryCatsStore implements CatsStore {
 
   #rewritten (entry: Entry, json: string): VersionedCat {
     entry.stored = { json, version: this.#nextVersion() }
+    entry.bytes = Buffer.byteLength(json)
     return entry.stored
   }
 

@@ -282,6 +282,17 @@ function contractSuite (t: Test, openStore: StoreFactory, openSchema?: SchemaFac
     t.strictSame(await store.page(0, 10, 1_000_000), await store.page(0, 10), 'a bound that is never reached changes nothing')
   })
 
+  t.test('page with maxBytes counts a rewritten cat by its new text', async (t) => {
+    const store = await openStore(t)
+    for (const name of ['A', 'B', 'C']) await store.create(cat(name))
+    const small = await store.page(0, 10, 200)
+    t.equal(small.cats, 3, 'three small cats fit 200 bytes')
+    await store.update(2, { name: 'é'.repeat(100) })
+    t.equal((await store.page(0, 10, 200)).cats, 1, 'a name grown past the bound by an update ends the page before it')
+    await store.patch(2, { name: 'B' })
+    t.equal((await store.page(0, 10, 200)).cats, 3, 'and shrunk by a patch, it fits again')
+  })
+
   t.test('createOnce: the first request creates, a repeat replays the JSON as created and creates nothing', async (t) => {
     const store = await openStore(t)
     const request: IdempotentRequest = { scope: SCOPE, key: 'k-1', fingerprint: 'f', client: 'c' }
