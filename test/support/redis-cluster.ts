@@ -15,6 +15,10 @@ export interface RedisCluster {
   setting: string
   /** Stops one node by its PID (SIGKILL), as a crash would. */
   kill: (node: string) => void
+  /** Freezes one node (SIGSTOP): its connections stay open and it answers nothing, as a stalled host would. */
+  pause: (node: string) => void
+  /** Lets a paused node run again (SIGCONT). */
+  resume: (node: string) => void
 }
 
 /** Whether the machine has redis-server and redis-cli; a reason to skip when not. */
@@ -59,7 +63,9 @@ export async function startRedisCluster (t: Test, masters = 3, replicasPerMaster
   return {
     nodes,
     setting: nodes.join(','),
-    kill: (node) => { children.get(node)?.kill('SIGKILL') }
+    kill: (node) => { children.get(node)?.kill('SIGKILL') },
+    pause: (node) => { children.get(node)?.kill('SIGSTOP') },
+    resume: (node) => { children.get(node)?.kill('SIGCONT') }
   }
 }
 
