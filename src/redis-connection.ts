@@ -23,6 +23,8 @@ const REDIS_COMMAND_TIMEOUT_MS = 1000
 const REDIS_CONNECT_TIMEOUT_MS = 2000
 // The longest pause between reconnection attempts (ioredis's default grows to 5 s).
 const REDIS_RETRY_MAX_MS = 250
+// How often a cluster client asks which node serves which slots, besides at every MOVED.
+const SLOTS_REFRESH_MS = 1000
 
 /**
  * Waits for the first connection, so that logins do not answer 503 just after a start, but
@@ -110,9 +112,14 @@ export async function connectRedisCluster (setting: string, log: FastifyBaseLogg
     retryDelayOnFailover: 0,
     retryDelayOnClusterDown: 0,
     slotsRefreshTimeout: REDIS_COMMAND_TIMEOUT_MS,
-    slotsRefreshInterval: 1000,
+    // ioredis's own refresh timer (slotsRefreshInterval) is armed again by a refresh that was under way when the
+    // client disconnected, and then runs forever: a host's process would never exit after closing the service.
+    // The service's timer does not hold the process, and ends with the client.
+    slotsRefreshInterval: 0,
     redisOptions: FAIL_FAST
   })
+  const refresh = setInterval(() => { cluster.refreshSlotsCache() }, SLOTS_REFRESH_MS).unref()
+  cluster.once('end', () => { clearInterval(refresh) })
   // ioredis connects to a node at its first command, and without an offline queue it refuses the commands sent to a
   // node still connecting: a first lookup of a slot on another node would answer 503. Every node is connected to as
   // soon as the cluster names it (a node that does not answer ends, and is named again by a later MOVED or refresh).

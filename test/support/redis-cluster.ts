@@ -40,23 +40,13 @@ export function clusterMissing (): string | undefined {
 export async function startRedisCluster (t: Test, masters = 3, replicasPerMaster = 1): Promise<RedisCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'cats-redis-cluster-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  const ports: number[] = []
-  for (let index = 0; index < masters * (1 + replicasPerMaster); index++) ports.push(await closedPort())
   const children = new Map<string, ReturnType<typeof spawn>>()
-  for (const port of ports) {
-    const nodeDir = join(dir, String(port))
-    mkdirSync(nodeDir)
-    const child = spawn('redis-server', [
-      '--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf',
-      '--cluster-node-timeout', '1000', '--save', '', '--appendonly', 'no', '--dir', nodeDir,
-      // A replica can be promoted only once it has synchronised: at once, not after Redis's default 5 s delay.
-      '--repl-diskless-sync-delay', '0'
-    ], { stdio: 'ignore' })
-    children.set(`127.0.0.1:${port}`, child)
+  for (let index = 0; index < masters * (1 + replicasPerMaster); index++) {
+    const { node, child } = await startNode(dir)
+    children.set(node, child)
     t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
   }
   const nodes = [...children.keys()]
-  for (const node of nodes) await answers(node)
   execFileSync('redis-cli', ['--cluster', 'create', ...nodes, '--cluster-replicas', String(replicasPerMaster), '--cluster-yes'], { stdio: 'ignore' })
   for (const node of nodes) await untilOk(node)
   for (const node of nodes) await untilSynchronised(node)
@@ -75,14 +65,31 @@ export function clusterCli (node: string, ...args: string[]): string {
   return execFileSync('redis-cli', ['-h', host, '-p', port, ...args], { encoding: 'utf8' })
 }
 
-async function answers (node: string): Promise<void> {
-  for (let attempt = 0; attempt < 100; attempt++) {
-    try {
-      if (clusterCli(node, 'PING').trim() === 'PONG') return
-    } catch {}
-    await sleep(50)
+/**
+ * One node on a port of its own, answering PING. A port found free can be taken before the node binds it (another
+ * test's listener, or an outgoing connection's local port): the node then exits, and is started again on another.
+ */
+async function startNode (dir: string): Promise<{ node: string, child: ReturnType<typeof spawn> }> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await closedPort()
+    const nodeDir = join(dir, String(port))
+    mkdirSync(nodeDir)
+    const child = spawn('redis-server', [
+      '--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf',
+      '--cluster-node-timeout', '1000', '--save', '', '--appendonly', 'no', '--dir', nodeDir,
+      // A replica can be promoted only once it has synchronised: at once, not after Redis's default 5 s delay.
+      '--repl-diskless-sync-delay', '0'
+    ], { stdio: 'ignore' })
+    const node = `127.0.0.1:${port}`
+    // A loaded machine can take seconds to start a process: the deadline is generous.
+    for (const started = Date.now(); child.exitCode === null && Date.now() - started < 30_000; await sleep(50)) {
+      try {
+        if (clusterCli(node, 'PING').trim() === 'PONG') return { node, child }
+      } catch {}
+    }
+    child.kill('SIGKILL')
+    if (attempt === 3) throw new Error(`Redis node ${node} did not start (3 ports tried)`)
   }
-  throw new Error(`Redis node ${node} did not start`)
 }
 
 /** A replica that never synchronised with its master is never promoted: waits until each has (masters pass at once). */
