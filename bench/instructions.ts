@@ -67,7 +67,7 @@ async function countOnce (kind: ServerKind, cats: number, requests: LoadRequest[
     const run = async (amount: number): Promise<number> => {
       const result = await autocannon({ url: server.url, connections: 1, amount, timeout: 60, requests })
       // Up to 1% may fail (a socket closed) or be shed (503: no sample of the loop's delay for a second), logged.
-      const shed = result.statusCodeStats['503']?.count ?? 0
+      const shed = result.statusCodeStats?.['503']?.count ?? 0
       const failed = `${result.errors} errors, ${JSON.stringify(result.statusCodeStats)}`
       if (result.non2xx > shed || result.errors + shed > Math.max(1, amount / 100)) throw new Error(`${kind}: ${failed}`)
       if (result.errors + shed > 0) process.stderr.write(`[instructions] ${kind}, ${amount} requests: ${failed}\n`)

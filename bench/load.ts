@@ -1,13 +1,13 @@
 /** The load: autocannon runs that count the server's CPU time, and the prefill of cats and logouts. */
 import { performance } from 'node:perf_hooks'
-import autocannon from 'autocannon'
+import autocannon, { type Request, type Result } from 'autocannon'
 import { cpuSeconds } from './servers.js'
 
 export const JSON_HEADERS = { 'content-type': 'application/json' }
 
 /** autocannon builds each connection's requests once and cycles through them: a long list costs nothing per request. */
 export interface LoadRequest {
-  method: string
+  method: NonNullable<Request['method']>
   path: string
   headers?: Record<string, string>
   body?: string
@@ -27,21 +27,22 @@ export interface Measurement { responses: number, reqPerSec: number, p99: number
 export async function measure (pid: number, url: string, requests: LoadRequest[], settings: RunSettings): Promise<Measurement> {
   let cpu = cpuSeconds(pid)
   let wall = performance.now()
-  const instance = autocannon({
-    url,
-    connections: settings.connections ?? 50,
-    pipelining: settings.pipelining ?? 1,
-    ...(settings.amount === undefined ? { duration: settings.seconds } : { amount: settings.amount }),
-    timeout: 30,
-    // Copies: autocannon keeps the built buffers on them.
-    requests: requests.map((req) => ({ ...req }))
+  const result = await new Promise<Result>((resolve, reject) => {
+    const instance = autocannon({
+      url,
+      connections: settings.connections ?? 50,
+      pipelining: settings.pipelining ?? 1,
+      ...(settings.amount === undefined ? { duration: settings.seconds } : { amount: settings.amount }),
+      timeout: 30,
+      // Copies: autocannon keeps the built buffers on them.
+      requests: requests.map((req) => ({ ...req }))
+    }, (error: Error | null, result) => { if (error === null) resolve(result); else reject(error) })
+    // autocannon builds every connection's requests before it sends (seconds for long lists) while the server idles.
+    instance.on('start', () => {
+      cpu = cpuSeconds(pid)
+      wall = performance.now()
+    })
   })
-  // autocannon builds every connection's requests before it sends (seconds for long lists) while the server idles.
-  instance.on('start', () => {
-    cpu = cpuSeconds(pid)
-    wall = performance.now()
-  })
-  const result = await instance
   const seconds = (performance.now() - wall) / 1000
   const used = cpuSeconds(pid) - cpu
   const responses = result.requests.total
@@ -55,7 +56,7 @@ export async function prefill (url: string, count: number, budgetSeconds = Infin
   while (created < count && performance.now() - started < budgetSeconds * 1000) {
     const amount = Math.min(50_000, count - created)
     const result = await autocannon({ url, connections: Math.min(connections, amount), amount, timeout: 30, requests: [{ ...createCat }] })
-    const more = result.statusCodeStats['201']?.count ?? 0
+    const more = result.statusCodeStats?.['201']?.count ?? 0
     if (more === 0) break
     created += more
   }
@@ -64,7 +65,7 @@ export async function prefill (url: string, count: number, budgetSeconds = Infin
 
 /** Logs each token out once (one connection, so each is sent once); the number answered 204. */
 export async function logOut (url: string, tokens: string[]): Promise<number> {
-  const requests = tokens.map((token) => ({ method: 'POST', path: '/auth/logout', headers: { authorization: `Bearer ${token}` } }))
+  const requests = tokens.map((token): LoadRequest => ({ method: 'POST', path: '/auth/logout', headers: { authorization: `Bearer ${token}` } }))
   const result = await autocannon({ url, connections: 1, amount: tokens.length, timeout: 30, requests })
-  return result.statusCodeStats['204']?.count ?? 0
+  return result.statusCodeStats?.['204']?.count ?? 0
 }

@@ -15,6 +15,7 @@ import { logOut, measure, prefill, type Measurement } from './load.js'
 import { runScaling } from './scaling.js'
 import { scenarios as allScenarios, signToken, type Scenario } from './scenarios.js'
 import { compileBaseline, describeCommit, type RunningServer } from './servers.js'
+import { runScaleOut } from './scale-out.js'
 import { runStores } from './stores.js'
 
 const USAGE = `Usage: npm run bench -- [options]
@@ -22,8 +23,10 @@ const USAGE = `Usage: npm run bench -- [options]
                  10 starts, runs of 3 s after 5 s of warm-up, scaling to 1,000,000 cats: about 90 minutes on 2 cores)
   --starts N     fresh starts of each server per scenario (rounds, for the stores)
   --seconds S    seconds of each run, and at most of each warm-up (--quick --starts 1 --seconds 0.5 checks that it runs)
-  --only a,b     only these groups: main, flood, scaling, stores, startup, or ids of the main scenarios (bench/scenarios.ts)
-The stores group uses PostgreSQL at BENCH_DATABASE_URL (default postgres://root@127.0.0.1:5432/test), if it answers.`
+  --only a,b     only these groups: main, flood, scaling, stores, scale-out, startup, or ids of the main scenarios
+                 (bench/scenarios.ts)
+The stores and scale-out groups use PostgreSQL at BENCH_DATABASE_URL (default postgres://root@127.0.0.1:5432/test), if it
+answers; scale-out also Redis at BENCH_REDIS_URL (default redis://127.0.0.1:6379), redis-server and pgbouncer.`
 
 const { values: args } = parseArgs({
   options: { quick: { type: 'boolean' }, starts: { type: 'string' }, seconds: { type: 'string' }, only: { type: 'string' }, help: { type: 'boolean' } }
@@ -120,6 +123,7 @@ if (compared.length > 0) {
 if (wanted('flood')) sections.push(await runFlood(bench))
 if (wanted('scaling')) sections.push(await runScaling(bench))
 if (wanted('stores')) sections.push(await runStores(bench, scenarios))
+if (wanted('scale-out')) sections.push(await runScaleOut(bench))
 if (wanted('startup')) {
   // Every start above counts; both servers are started in turn until each has 9.
   while (Math.min(bench.startups.service.length, bench.startups.baseline.length) < 9) {

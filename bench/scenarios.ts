@@ -47,7 +47,7 @@ export function scenarios (secret: string): Scenario[] {
   const profile = (): LoadRequest[] => [profileRequest(signToken(secret))]
   const list = (): LoadRequest[] => [{ method: 'GET', path: '/cats' }]
   // DELETE /cats/1, POST, DELETE /cats/2, POST, …: each pair removes a cat and adds one.
-  const pairs = Array.from({ length: 2_000 }, (_, index) => [{ method: 'DELETE', path: `/cats/${index + 1}` }, createCat]).flat()
+  const pairs = Array.from({ length: 2_000 }, (_, index): LoadRequest[] => [{ method: 'DELETE', path: `/cats/${index + 1}` }, createCat]).flat()
   return [
     { id: 'profile', title: 'GET /profile', target: ROUTE, cats: 0, requests: profile },
     { id: 'profile-revoked', title: 'GET /profile, 10,000 tokens logged out', target: ROUTE, cats: 0, revoked: 10_000, requests: profile },

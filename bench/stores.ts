@@ -18,7 +18,7 @@ const TARGETS: Record<string, number | undefined> = { 'cat-read': 2, 'cats-list'
 const STORES = ['memory', 'postgres', 'pglite'] as const
 
 /** One short-lived connection, apart from the service's pool. */
-async function sql (url: string, statement: string, params: unknown[] = []): Promise<Array<Record<string, unknown>>> {
+export async function sql (url: string, statement: string, params: unknown[] = []): Promise<Array<Record<string, unknown>>> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 })
   client.on('error', () => {})
   try {

@@ -63,7 +63,7 @@ async function listening (port: number, child: ChildProcess, log: () => string):
  * role has a default search_path: for suites whose statements do not name their schema. `serverParams` adds
  * settings of its [databases] entry (e.g. `timezone=…`).
  */
-export async function startPgBouncer (t: Test, serverUrl: string, mode: PoolMode = 'transaction', settings: Record<string, string> = {}, searchPath?: string, serverParams = ''): Promise<PgBouncer> {
+export async function startPgBouncer (t: Pick<Test, 'teardown'>, serverUrl: string, mode: PoolMode = 'transaction', settings: Record<string, string> = {}, searchPath?: string, serverParams = ''): Promise<PgBouncer> {
   const found = findPgBouncer()
   if ('missing' in found) throw new Error(found.missing)
   const server = new URL(serverUrl)

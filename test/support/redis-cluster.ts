@@ -37,7 +37,7 @@ export function clusterMissing (): string | undefined {
  * daemonizing), joins them with `redis-cli --cluster create` and waits until every node says `cluster_state:ok`.
  * Every node is stopped by its own PID on `t`'s teardown.
  */
-export async function startRedisCluster (t: Test, masters = 3, replicasPerMaster = 1): Promise<RedisCluster> {
+export async function startRedisCluster (t: Pick<Test, 'teardown'>, masters = 3, replicasPerMaster = 1): Promise<RedisCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'cats-redis-cluster-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const children = new Map<string, ReturnType<typeof spawn>>()
