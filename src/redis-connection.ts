@@ -158,6 +158,7 @@ class ClusterWrites implements AcknowledgedWrites {
   readonly #cluster: Cluster
   readonly #open: (host: string, port: number) => Redis
   readonly #connections = new Map<string, Promise<Redis>>()
+  readonly #clients = new Set<Redis>()
   readonly #definitions: Array<(client: Redis) => void> = []
 
   constructor (cluster: Cluster, replicas: number, open: (host: string, port: number) => Redis) {
@@ -177,8 +178,7 @@ class ClusterWrites implements AcknowledgedWrites {
   }
 
   close (): void {
-    for (const connection of this.#connections.values()) connection.then((client) => client.disconnect(), () => {})
-    this.#connections.clear()
+    for (const client of this.#clients) client.disconnect()
   }
 
   async #connection (node: string): Promise<Redis> {
@@ -188,8 +188,12 @@ class ClusterWrites implements AcknowledgedWrites {
     const client = this.#open(node.slice(0, at), Number(node.slice(at + 1)))
     for (const add of this.#definitions) add(client)
     const forget = (): void => { if (this.#connections.get(node) === opened) this.#connections.delete(node) }
+    this.#clients.add(client)
     client.on('error', () => {})
-    client.once('end', forget)
+    client.once('end', () => {
+      this.#clients.delete(client)
+      forget()
+    })
     const opened = client.connect().then(() => client, (error: unknown) => {
       forget()
       client.disconnect()

@@ -1,0 +1,217 @@
+import t, { type Test } from 'tap'
+import { spawn } from 'node:child_process'
+import { setTimeout as sleep } from 'node:timers/promises'
+import type { FastifyInstance } from 'fastify'
+import { Redis } from 'ioredis'
+import { bearer, createApp } from './support/app.js'
+import { cheapDemoUsers } from './support/cheap-users.js'
+import { closedPort } from './support/ports.js'
+import { clusterMissing } from './support/redis-cluster.js'
+import { TcpProxy } from './support/tcp-proxy.js'
+import type { UserRecord } from '../src/auth/users-file.js'
+
+// REDIS_WAIT_REPLICAS against a real master and a replica whose replication link goes through a proxy the test
+// stalls: a logout is answered 204 only once the replica has its denial and its session's end, so promoting the
+// lagging replica (REPLICAOF NO ONE, which does not sync first) loses none of them; without the setting, the
+// logouts answered while the link was stalled are lost by that promotion, as docs/operations.md warns.
+
+const LOGOUTS = 50
+const sidOf = (accessToken: string): string => JSON.parse(Buffer.from(accessToken.split('.')[1], 'base64url').toString()).sid
+
+/** A master, a replica of it through a proxy, and test clients of both. */
+interface Replicated {
+  masterUrl: string
+  replicaUrl: string
+  master: Redis
+  replica: Redis
+  /** Holds every byte of the replication link (both ways): the replica falls behind, and acknowledges nothing. */
+  stall: () => void
+  /** Drops the stalled link: the replica connects again and catches up (partial resynchronisation). */
+  heal: () => Promise<void>
+}
+
+/** A redis-server of the test's own on a loopback port (no disk), stopped by its PID on teardown. */
+async function redisServer (t: Test, ...args: string[]): Promise<{ port: number, url: string, client: Redis }> {
+  const port = await closedPort()
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...args], { stdio: 'ignore' })
+  t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
+  const client = new Redis({ host: '127.0.0.1', port, lazyConnect: true })
+  client.on('error', () => {})
+  t.teardown(() => { client.disconnect() })
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await client.connect()
+      break
+    } catch (error) {
+      if (attempt === 100) throw error
+      await sleep(50)
+    }
+  }
+  return { port, url: `redis://127.0.0.1:${port}`, client }
+}
+
+async function replicated (t: Test): Promise<Replicated> {
+  // A replica synchronises at once, not after Redis's default 5 s wait for more replicas.
+  const master = await redisServer(t, '--repl-diskless-sync-delay', '0')
+  const proxy = new TcpProxy(new URL(master.url))
+  await proxy.start()
+  t.teardown(() => proxy.stop())
+  const replica = await redisServer(t, '--replicaof', '127.0.0.1', String(proxy.port))
+  await untilSynchronised(replica.client)
+  return {
+    masterUrl: master.url,
+    replicaUrl: replica.url,
+    master: master.client,
+    replica: replica.client,
+    stall: () => { proxy.silent = true },
+    heal: async () => {
+      await proxy.stop()
+      proxy.silent = false
+      await proxy.start()
+      await untilSynchronised(replica.client)
+    }
+  }
+}
+
+async function untilSynchronised (replica: Redis): Promise<void> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    if ((await replica.info('replication')).includes('master_link_status:up')) return
+    await sleep(50)
+  }
+  throw new Error('the replica never synchronised with its master')
+}
+
+/** Waits until the replica has every write the master has (the test's own check, not the service's). */
+async function caughtUp (master: Redis): Promise<void> {
+  if (await master.wait(1, 5000) < 1) throw new Error('the replica did not catch up')
+}
+
+async function readyApp (t: Test, config: Record<string, string | number | boolean>, users: UserRecord[]): Promise<FastifyInstance> {
+  const app = await createApp({ REFRESH_TOKENS: true, ...config }, { users })
+  t.teardown(() => app.close())
+  for (let wait = 0; (await app.inject('/health/ready')).statusCode !== 200; wait++) {
+    if (wait === 100) throw new Error('the app did not become ready')
+    await sleep(100)
+  }
+  return app
+}
+
+async function logins (app: FastifyInstance, count: number): Promise<string[]> {
+  const tokens: string[] = []
+  for (let index = 0; index < count; index++) {
+    const res = await app.inject({ method: 'POST', url: '/auth/login', payload: { username: 'john', password: 'changeme' } })
+    tokens.push(res.json().access_token)
+  }
+  return tokens
+}
+
+const logout = async (app: FastifyInstance, token: string, scope = 'local'): Promise<{ status: number, code: string | undefined, ms: number }> => {
+  const started = Date.now()
+  const res = await app.inject({ method: 'POST', url: `/auth/logout?scope=${scope}`, headers: bearer(token) })
+  return { status: res.statusCode, code: res.statusCode === 204 ? undefined : res.json().code, ms: Date.now() - started }
+}
+
+/** The tokens the app serves /profile to (their logouts, when answered, were lost). */
+async function served (app: FastifyInstance, tokens: string[]): Promise<string[]> {
+  const statuses = await Promise.all(tokens.map(async (token) => (await app.inject({ url: '/profile', headers: bearer(token) })).statusCode))
+  return tokens.filter((_token, index) => statuses[index] === 200)
+}
+
+/** Promotes the lagging replica without syncing (the master is left as it is, unreachable to the service from then on). */
+async function promote (replica: Redis): Promise<void> {
+  await replica.call('REPLICAOF', 'NO', 'ONE')
+  if (!(await replica.info('replication')).includes('role:master')) throw new Error('the replica was not promoted')
+}
+
+const noRedis = clusterMissing()
+if (noRedis !== undefined) {
+  t.comment(`${noRedis}: the REDIS_WAIT_REPLICAS tests were skipped`)
+} else {
+  t.test('a healthy link, REDIS_WAIT_REPLICAS=1: every logout 204, its denial and its end on the replica when answered', async (t) => {
+    const redis = await replicated(t)
+    const app = await readyApp(t, { REDIS_URL: redis.masterUrl, REDIS_WAIT_REPLICAS: 1 }, await cheapDemoUsers())
+    const tokens = await logins(app, LOGOUTS)
+    // At once: the acknowledged writes take turns on their connection, each WAIT answered as soon as the replica has it.
+    const answers = await Promise.all(tokens.map(async (token) => {
+      const answer = await logout(app, token)
+      const sid = sidOf(token)
+      const onReplica = answer.status === 204 &&
+        await redis.replica.exists(`cats-api:revoked:${sid}`) === 1 && await redis.replica.hget(`cats-api:session:${sid}`, 'ended') === '1'
+      return { ...answer, onReplica }
+    }))
+    t.same(answers.map(({ status }) => status), tokens.map(() => 204), `${LOGOUTS} logouts, all 204`)
+    t.equal(answers.filter(({ onReplica }) => onReplica).length, LOGOUTS, 'each denial and end was on the replica when its 204 came')
+    t.comment(`healthy link: ${LOGOUTS} logouts answered 204 in at most ${Math.max(...answers.map(({ ms }) => ms))} ms each, all on the replica`)
+
+    // A token of a denied session ends nothing but its own session: others and global are refused.
+    const [kept, other] = await logins(app, 2)
+    t.equal((await logout(app, kept, 'others')).status, 204, 'a live token ends its user\'s other sessions')
+    t.equal((await app.inject({ url: '/profile', headers: bearer(other) })).statusCode, 401, 'the other session is denied')
+    const refused = await logout(app, other, 'others')
+    t.same([refused.status, refused.code], [401, 'AUTH_ERR_INVALID_TOKEN'], 'a denied token cannot end others')
+    t.equal((await logout(app, other, 'global')).status, 401, 'nor every session')
+    t.equal((await app.inject({ url: '/profile', headers: bearer(kept) })).statusCode, 200, 'the session that ended the others goes on')
+    t.equal((await logout(app, other)).status, 204, 'a denied token\'s own logout again: 204 (written and waited for again)')
+  })
+
+  t.test('a stalled link, REDIS_WAIT_REPLICAS=1: 503 within 1 s, retried 204, and no acknowledged logout lost at the promotion', async (t) => {
+    const redis = await replicated(t)
+    const users = await cheapDemoUsers()
+    const app = await readyApp(t, { REDIS_URL: redis.masterUrl, REDIS_WAIT_REPLICAS: 1 }, users)
+    const tokens = await logins(app, LOGOUTS)
+    await caughtUp(redis.master)
+    const half = LOGOUTS / 2
+    const acknowledged: string[] = []
+    for (const token of tokens.slice(0, half)) {
+      if ((await logout(app, token)).status === 204) acknowledged.push(token)
+    }
+    t.equal(acknowledged.length, half, `${half} logouts on a healthy link: 204`)
+
+    redis.stall()
+    const stalled = tokens.slice(half)
+    const failed = await Promise.all(stalled.map(async (token) => await logout(app, token)))
+    t.same(failed.map(({ status, code }) => ({ status, code })), stalled.map(() => ({ status: 503, code: 'AUTH_ERR_SESSION_STORE_UNAVAILABLE' })),
+      `${stalled.length} logouts on a stalled link: 503, the session store's code`)
+    const slowest = Math.max(...failed.map(({ ms }) => ms))
+    t.ok(slowest < 1500, `each answered within the 1 s command deadline (slowest ${slowest} ms)`)
+    t.comment(`stalled link: ${stalled.length} logouts answered 503 in at most ${slowest} ms each`)
+    t.equal((await app.inject({ url: '/profile', headers: bearer(stalled[0]) })).statusCode, 401, 'the master has the denial: the token is refused')
+
+    // The retry, with a token whose denial the master has: written and waited for again, 204 once the replica has it.
+    await redis.heal()
+    const retried = stalled.slice(0, stalled.length - 5)
+    for (const token of retried) {
+      if ((await logout(app, token)).status === 204) acknowledged.push(token)
+    }
+    t.equal(acknowledged.length, half + retried.length, `${retried.length} retries after the link healed: 204`)
+
+    // Stalled again, the last logouts are refused once more; then the lagging replica is promoted without syncing.
+    redis.stall()
+    const unanswered = stalled.slice(retried.length)
+    t.same((await Promise.all(unanswered.map(async (token) => (await logout(app, token)).status))), unanswered.map(() => 503), 'stalled again: 503')
+    await promote(redis.replica)
+    const promoted = await readyApp(t, { REDIS_URL: redis.replicaUrl }, users)
+    const lost = await served(promoted, acknowledged)
+    t.equal(lost.length, 0, `of ${acknowledged.length} logouts answered 204, none is lost on the promoted replica`)
+    t.comment(`with REDIS_WAIT_REPLICAS=1: ${acknowledged.length} logouts acknowledged, ${lost.length} lost when the lagging replica was promoted`)
+    const sessionsEnded = await Promise.all(acknowledged.map(async (token) => await redis.replica.hget(`cats-api:session:${sidOf(token)}`, 'ended')))
+    t.ok(sessionsEnded.every((ended) => ended === '1'), 'and every acknowledged session end is there')
+  })
+
+  t.test('a stalled link, no REDIS_WAIT_REPLICAS: logouts answered 204 are lost when the lagging replica is promoted', async (t) => {
+    const redis = await replicated(t)
+    const users = await cheapDemoUsers()
+    const app = await readyApp(t, { REDIS_URL: redis.masterUrl }, users)
+    const tokens = await logins(app, LOGOUTS)
+    await caughtUp(redis.master)
+    redis.stall()
+    const statuses = await Promise.all(tokens.map(async (token) => (await logout(app, token)).status))
+    t.same(statuses, tokens.map(() => 204), `${LOGOUTS} logouts on a stalled link: 204, nothing waited for`)
+    t.equal((await served(app, tokens)).length, 0, 'the master refuses every token')
+    await promote(redis.replica)
+    const promoted = await readyApp(t, { REDIS_URL: redis.replicaUrl }, users)
+    const lost = await served(promoted, tokens)
+    t.equal(lost.length, LOGOUTS, `every one of the ${LOGOUTS} acknowledged logouts is lost: the promoted replica serves its token`)
+    t.comment(`without REDIS_WAIT_REPLICAS: ${LOGOUTS} logouts acknowledged, ${lost.length} lost when the lagging replica was promoted`)
+  })
+}
