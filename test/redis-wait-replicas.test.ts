@@ -1,14 +1,15 @@
 import t, { type Test } from 'tap'
 import { spawn } from 'node:child_process'
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { FastifyInstance } from 'fastify'
+import Fastify, { type FastifyInstance } from 'fastify'
 import { Redis } from 'ioredis'
 import { bearer, createApp } from './support/app.js'
 import { cheapDemoUsers } from './support/cheap-users.js'
 import { closedPort } from './support/ports.js'
-import { clusterMissing } from './support/redis-cluster.js'
+import { clusterCli, clusterMissing, startRedisCluster } from './support/redis-cluster.js'
 import { TcpProxy } from './support/tcp-proxy.js'
 import type { UserRecord } from '../src/auth/users-file.js'
+import { connectRedisCluster, keySlot } from '../src/redis-connection.js'
 
 // REDIS_WAIT_REPLICAS against a real master and a replica whose replication link goes through a proxy the test
 // stalls: a logout is answered 204 only once the replica has its denial and its session's end, so promoting the
@@ -123,6 +124,47 @@ async function promote (replica: Redis): Promise<void> {
   if (!(await replica.info('replication')).includes('role:master')) throw new Error('the replica was not promoted')
 }
 
+/** The master serving `slot`, and its replica, as `host:port` (from CLUSTER NODES: id, address, flags, master's id, …, slots). */
+function ownersOf (node: string, slot: number): { master: string, replica: string } {
+  const nodes = clusterCli(node, 'CLUSTER', 'NODES').trim().split('\n').map((line) => line.split(' '))
+  const address = (fields: string[]): string => fields[1].split('@')[0]
+  const master = nodes.find((fields) => fields[2].includes('master') && fields.slice(8).some((range) => {
+    const [first, last = first] = range.split('-').map(Number)
+    return slot >= first && slot <= last
+  }))
+  const replica = nodes.find((fields) => fields[3] === master?.[0])
+  if (master === undefined || replica === undefined) throw new Error(`no master and replica found for slot ${slot}`)
+  return { master: address(master), replica: address(replica) }
+}
+
+/** Whether a replica of the cluster has `key` (asked with READONLY: a replica otherwise answers MOVED). */
+async function replicaHas (t: Test, replica: string, key: string): Promise<boolean> {
+  const [host, port] = replica.split(':')
+  const client = new Redis({ host, port: Number(port) })
+  t.teardown(() => { client.disconnect() })
+  await client.call('READONLY')
+  return await client.exists(key) === 1
+}
+
+t.test('a Redis Cluster slot: CRC16 of the key, or of its hash tag when not empty (as CLUSTER KEYSLOT answers)', async (t) => {
+  // Known answers of CLUSTER KEYSLOT.
+  t.equal(keySlot('foo'), 12182)
+  t.equal(keySlot('somekey'), 11058)
+  t.equal(keySlot('{user1000}.following'), keySlot('user1000'))
+  t.not(keySlot('foo{}{bar}'), keySlot('bar'), 'an empty tag: the whole key')
+  t.equal(keySlot('foo{{bar}}zap'), keySlot('{bar'), 'the tag ends at the first closing brace')
+})
+
+t.test('the acknowledged writes of a cluster whose slots are not known yet: refused, never sent elsewhere', async (t) => {
+  const connection = await connectRedisCluster(`127.0.0.1:${await closedPort()}`, Fastify({ logger: false }).log, 1)
+  t.teardown(() => {
+    connection.client.disconnect()
+    connection.acknowledged?.close()
+  })
+  t.equal(connection.acknowledged?.replicas, 1)
+  await t.rejects(connection.acknowledged?.write('key', async (client) => await client.set('key', '1')) ?? Promise.resolve(), /slot 12539 is not known yet/)
+})
+
 const noRedis = clusterMissing()
 if (noRedis !== undefined) {
   t.comment(`${noRedis}: the REDIS_WAIT_REPLICAS tests were skipped`)
@@ -213,5 +255,40 @@ if (noRedis !== undefined) {
     const lost = await served(promoted, tokens)
     t.equal(lost.length, LOGOUTS, `every one of the ${LOGOUTS} acknowledged logouts is lost: the promoted replica serves its token`)
     t.comment(`without REDIS_WAIT_REPLICAS: ${LOGOUTS} logouts acknowledged, ${lost.length} lost when the lagging replica was promoted`)
+  })
+
+  t.test('a Redis Cluster, REDIS_WAIT_REPLICAS=1: 204 once the owning master\'s replica has it; 503 while it is stalled or its master gone', async (t) => {
+    const cluster = await startRedisCluster(t)
+    for (const key of ['cats-api:revoked:x', 'cats-api:{u:1}session:y', 'a{}b', 'a{b']) {
+      t.equal(keySlot(key), Number(clusterCli(cluster.nodes[0], 'CLUSTER', 'KEYSLOT', key).trim()), `the slot of ${key}, as the cluster counts it`)
+    }
+    const app = await readyApp(t, { REDIS_CLUSTER_NODES: cluster.setting, REDIS_WAIT_REPLICAS: 1 }, await cheapDemoUsers())
+    const tokens = await logins(app, 20)
+    // john's sessions are under {u:1}; each denial is in a slot of its own id's.
+    const { master, replica } = ownersOf(cluster.nodes[0], keySlot('u:1'))
+    let onReplicas = 0
+    for (const token of tokens.slice(0, 10)) {
+      t.equal((await logout(app, token)).status, 204)
+      const sid = sidOf(token)
+      const denial = `cats-api:revoked:${sid}`
+      if (await replicaHas(t, ownersOf(cluster.nodes[0], keySlot(denial)).replica, denial) &&
+        await replicaHas(t, replica, `cats-api:{u:1}session:${sid}`)) onReplicas++
+    }
+    t.equal(onReplicas, 10, 'each denial and end was on the replica of its master when the 204 came')
+    t.comment(`Redis Cluster: 10 logouts answered 204, ${onReplicas} with their denial and end on the owning master's replica`)
+
+    // The replica of john's sessions frozen: the ends cannot be acknowledged.
+    cluster.pause(replica)
+    const stalled = await logout(app, tokens[10])
+    t.same([stalled.status, stalled.code], [503, 'AUTH_ERR_SESSION_STORE_UNAVAILABLE'], 'a frozen replica: 503 with the session store\'s code')
+    t.ok(stalled.ms < 1500, `within the 1 s deadline (${stalled.ms} ms)`)
+    cluster.resume(replica)
+    t.equal((await logout(app, tokens[10])).status, 204, 'its retry once the replica runs again: 204')
+
+    // The master of john's sessions killed: until the slots move, their writes find no master, and answer 503.
+    cluster.kill(master)
+    await sleep(200)
+    const gone = await logout(app, tokens[11])
+    t.same([gone.status, gone.code], [503, 'AUTH_ERR_SESSION_STORE_UNAVAILABLE'], 'a master gone: 503')
   })
 }
