@@ -119,15 +119,23 @@ keepSet(KEYS[2] or (ARGV[8] .. s[6]), tonumber(ARGV[3]) + margin)
 return {'rotated', unpack(redis.call('HMGET', KEYS[1], unpack(fields)))}
 `
 
-/** KEYS: the session. ARGV: how long an ended session is kept from now, the margin. */
+/**
+ * KEYS: the session. ARGV: how long an ended session is kept from now, the margin. A session ended already is marked
+ * again: a write that replicas receive, so that a `WAIT` after it (REDIS_WAIT_REPLICAS) counts every earlier write of
+ * the master, the first end included, whichever connection made it.
+ */
 const END = `${END_SESSION}
-endSession(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]))
+if not endSession(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2])) and redis.call('HGET', KEYS[1], 'ended') == '1' then
+  redis.call('HSET', KEYS[1], 'ended', 1)
+end
 `
 
 /**
  * KEYS: the user's set. ARGV: the prefix of session keys, now, then what to do: 'list'; or 'end', how long an ended
  * session is kept from now, the margin and the ids to end. Walks the user's live sessions oldest first: 'list'
- * answers each as its id and FIELDS, 'end' ends those among the ids (answering their ids).
+ * answers each as its id and FIELDS, 'end' ends those among the ids (answering their ids), and sets the set's expiry
+ * again even when it ended none: a write that replicas receive, so that a `WAIT` after it (REDIS_WAIT_REPLICAS) counts
+ * every earlier write of the master, such as the end a retried request's first attempt wrote.
  */
 const USER_SESSIONS = `${END_SESSION}
 local prefix, now, action = ARGV[1], tonumber(ARGV[2]), ARGV[3]
@@ -147,6 +155,10 @@ for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
       table.insert(answer, id)
     end
   end
+end
+if action == 'end' then
+  local at = redis.call('PEXPIRETIME', KEYS[1])
+  if at > 0 then redis.call('PEXPIREAT', KEYS[1], at) end
 end
 return answer
 `
