@@ -40,8 +40,9 @@ export interface AcknowledgedWrites {
 }
 
 /**
- * The longest a write and its `WAIT` take together: below the connection's command and socket timeouts (1 s), so a
- * `WAIT` that runs out is answered (with the replicas it counted) rather than cut off, and the connection is kept.
+ * The longest a write and its `WAIT` take together (in a cluster, with the connection to a master not connected to
+ * yet): below the connection's command and socket timeouts (1 s), so a `WAIT` that runs out is answered (with the
+ * replicas it counted) rather than cut off, and the connection is kept.
  */
 export const ACKNOWLEDGED_WITHIN_MS = 900
 
@@ -111,13 +112,16 @@ export async function connectRedis (url: string, log: FastifyBaseLogger, waitRep
   return { ...connection, acknowledged: new ServerWrites(writes, waitReplicas) }
 }
 
-/** Runs `write` on `client`, then `WAIT`s for `replicas`, all within ACKNOWLEDGED_WITHIN_MS; throws when fewer replicas have it. */
-async function acknowledgedWrite<T> (client: Redis, replicas: number, write: (client: Redis) => Promise<T>): Promise<T> {
-  const started = Date.now()
+/**
+ * Runs `write` on `client`, then `WAIT`s for `replicas`, all within ACKNOWLEDGED_WITHIN_MS of `started`; throws when
+ * fewer replicas have it, or when the write left no time to wait.
+ */
+async function acknowledgedWrite<T> (client: Redis, replicas: number, write: (client: Redis) => Promise<T>, started = Date.now()): Promise<T> {
   const result = await write(client)
-  // WAIT 0 would wait for ever: at least 1 ms.
-  const timeoutMs = Math.max(1, ACKNOWLEDGED_WITHIN_MS - (Date.now() - started))
-  const reached = await client.wait(replicas, timeoutMs)
+  const leftMs = ACKNOWLEDGED_WITHIN_MS - (Date.now() - started)
+  // WAIT 0 would wait for ever.
+  if (leftMs < 1) throw new Error(`the write left no time to wait for the replicas of REDIS_WAIT_REPLICAS within ${ACKNOWLEDGED_WITHIN_MS} ms`)
+  const reached = await client.wait(replicas, leftMs)
   if (reached < replicas) {
     throw new Error(`${reached} of the ${replicas} replicas of REDIS_WAIT_REPLICAS had the write within ${ACKNOWLEDGED_WITHIN_MS} ms`)
   }
@@ -168,9 +172,10 @@ class ClusterWrites implements AcknowledgedWrites {
   }
 
   async write<T> (key: string, write: (client: Redis) => Promise<T>): Promise<T> {
+    const started = Date.now()
     const master = this.#cluster.slots[keySlot(key)]?.[0]
     if (master === undefined) throw new Error(`the master of Redis Cluster slot ${keySlot(key)} is not known yet`)
-    return await acknowledgedWrite(await this.#connection(master), this.replicas, write)
+    return await acknowledgedWrite(await this.#connection(master), this.replicas, write, started)
   }
 
   define (add: (client: Redis) => void): void {
@@ -261,7 +266,9 @@ export async function connectRedisCluster (setting: string, log: FastifyBaseLogg
   if (waitReplicas === 0) return connection
   // No reconnection: a master that goes away may never come back as one; the next write to its slots opens anew.
   const acknowledged = new ClusterWrites(cluster, waitReplicas, (host, port) => {
-    const client = new Redis({ ...FAIL_FAST, host, port, enableOfflineQueue: false, lazyConnect: true, retryStrategy: () => null })
+    const client = new Redis({
+      ...FAIL_FAST, host, port, connectTimeout: ACKNOWLEDGED_WITHIN_MS, enableOfflineQueue: false, lazyConnect: true, retryStrategy: () => null
+    })
     traceCommands(client)
     return client
   })

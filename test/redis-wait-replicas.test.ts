@@ -9,7 +9,7 @@ import { closedPort } from './support/ports.js'
 import { clusterCli, clusterMissing, startRedisCluster } from './support/redis-cluster.js'
 import { TcpProxy } from './support/tcp-proxy.js'
 import type { UserRecord } from '../src/auth/users-file.js'
-import { connectRedisCluster, keySlot } from '../src/redis-connection.js'
+import { ACKNOWLEDGED_WITHIN_MS, connectRedis, connectRedisCluster, keySlot } from '../src/redis-connection.js'
 
 // REDIS_WAIT_REPLICAS against a real master and a replica whose replication link goes through a proxy the test
 // stalls: a logout is answered 204 only once the replica has its denial and its session's end, so promoting the
@@ -245,6 +245,27 @@ if (noRedis !== undefined) {
     t.comment(`with REDIS_WAIT_REPLICAS=1: ${acknowledged.length} logouts acknowledged, ${lost.length} lost when the lagging replica was promoted`)
     const sessionsEnded = await Promise.all(acknowledged.map(async (token) => await redis.replica.hget(`cats-api:session:${sidOf(token)}`, 'ended')))
     t.ok(sessionsEnded.every((ended) => ended === '1'), 'and every acknowledged session end is there')
+  })
+
+  t.test('the write and its WAIT within 900 ms: no replica, or no time left, rejects', async (t) => {
+    const server = await redisServer(t)
+    const connection = await connectRedis(server.url, Fastify({ logger: false }).log, 1)
+    t.teardown(() => {
+      connection.client.disconnect()
+      connection.acknowledged?.close()
+    })
+    const acknowledged = connection.acknowledged
+    if (acknowledged === undefined) throw new Error('REDIS_WAIT_REPLICAS=1 gave no acknowledged writes')
+    let started = Date.now()
+    await t.rejects(acknowledged.write('key', async (client) => { await client.set('key', '1') }), { message: `0 of the 1 replicas of REDIS_WAIT_REPLICAS had the write within ${ACKNOWLEDGED_WITHIN_MS} ms` })
+    const waitedMs = Date.now() - started
+    t.ok(waitedMs >= ACKNOWLEDGED_WITHIN_MS - 50 && waitedMs < 1500, `a server without replicas: refused after the wait (${waitedMs} ms)`)
+    started = Date.now()
+    await t.rejects(acknowledged.write('key', async (client) => {
+      await client.set('key', '2')
+      await sleep(ACKNOWLEDGED_WITHIN_MS)
+    }), { message: `the write left no time to wait for the replicas of REDIS_WAIT_REPLICAS within ${ACKNOWLEDGED_WITHIN_MS} ms` })
+    t.ok(Date.now() - started < 1200, 'a write that took the whole time: refused at once, without a WAIT')
   })
 
   t.test('a stalled link, no REDIS_WAIT_REPLICAS: logouts answered 204 are lost when the lagging replica is promoted', async (t) => {
