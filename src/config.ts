@@ -77,7 +77,7 @@ const ConfigProperties = {
     minimum: 0,
     maximum: 1000,
     default: 0,
-    description: 'Replicas that every denial (logout, an ended session) and every session end kept in Redis must reach before it is answered (`WAIT` on a connection of its own to the master of the keys, at most 900 ms; fewer: 503, and the retry writes and waits again); set it to the number of replicas that can be promoted (see Scaling out in docs/operations.md). `0`: no wait'
+    description: 'Replicas that each denial, and each end of a session kept in Redis by a logout or `DELETE /auth/sessions/{id}`, must reach before it is answered (`WAIT` on a connection of its own to the master of its key, within 900 ms; fewer: 503, and the retry writes and waits again). Set it to the number of replicas that can be promoted, per master in a cluster (see What an acknowledged logout survives in docs/operations.md); `0`: no wait'
   }),
   REDIS_KEY_PREFIX: Type.String({ default: 'cats-api:', description: 'Prefix of every Redis key the service writes, so several deployments can share one Redis' }),
   CATS_MAX: Type.Integer({ minimum: 1, default: 50_000, description: 'Most cats stored; past it `POST /cats` gets 507' }),
