@@ -1,5 +1,8 @@
 import t, { type Test } from 'tap'
 import { spawn } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { Redis } from 'ioredis'
@@ -31,10 +34,15 @@ interface Replicated {
   heal: () => Promise<void>
 }
 
-/** A redis-server of the test's own on a loopback port (no disk), stopped by its PID on teardown. */
+/**
+ * A redis-server of the test's own on a loopback port, stopped by its PID on teardown. No persistence; its directory
+ * is a temporary one of its own, where a replica keeps the copy its master sends it at synchronisation.
+ */
 async function redisServer (t: Test, ...args: string[]): Promise<{ port: number, url: string, client: Redis }> {
   const port = await closedPort()
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...args], { stdio: 'ignore' })
+  const dir = mkdtempSync(join(tmpdir(), 'cats-redis-wait-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...args], { stdio: 'ignore' })
   t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
   for (let attempt = 0; ; attempt++) {
     try {
