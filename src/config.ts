@@ -73,6 +73,12 @@ const ConfigProperties = {
     pattern: `^${SEED}( *, *${SEED})*$`,
     description: 'Comma-separated `host:port` seeds of a Redis Cluster (Redis 7 or later), used for every Redis role in place of `REDIS_URL` (not both): each user\'s sessions live on one node (see Scaling out in docs/operations.md)'
   })),
+  REDIS_WAIT_REPLICAS: Type.Integer({
+    minimum: 0,
+    maximum: 1000,
+    default: 0,
+    description: 'Replicas that each denial, and each end of a session kept in Redis by a logout or `DELETE /auth/sessions/{id}`, must reach before it is answered (`WAIT` on a connection of its own to the master of its key, within 900 ms; fewer: 503, and the retry writes and waits again). Set it to the number of replicas that can be promoted, per master in a cluster (see What an acknowledged logout survives in docs/operations.md); `0`: no wait'
+  }),
   REDIS_KEY_PREFIX: Type.String({ default: 'cats-api:', description: 'Prefix of every Redis key the service writes, so several deployments can share one Redis' }),
   CATS_MAX: Type.Integer({ minimum: 1, default: 50_000, description: 'Most cats stored; past it `POST /cats` gets 507' }),
   WRITE_HEAP_RATIO: Type.Number({
@@ -226,10 +232,17 @@ function checkLifetimes ({ REFRESH_TOKENS, REFRESH_TOKEN_TTL, JWT_EXPIRES_IN }: 
     'when REFRESH_TOKENS is on: a session must stay listed, and endable, while its access tokens work')
 }
 
-/** One Redis or one Redis Cluster: with both settings, which one holds the denylist would be a guess. */
-function checkRedis ({ REDIS_URL, REDIS_CLUSTER_NODES }: Config): void {
-  if (REDIS_URL === undefined || REDIS_CLUSTER_NODES === undefined) return
-  throw new Error('env/REDIS_URL and env/REDIS_CLUSTER_NODES must not both be set: name one Redis server or one Redis Cluster')
+/**
+ * One Redis or one Redis Cluster: with both settings, which one holds the denylist would be a guess. Replicas to wait
+ * for need a Redis: without one, the setting would promise what nothing does.
+ */
+function checkRedis ({ REDIS_URL, REDIS_CLUSTER_NODES, REDIS_WAIT_REPLICAS }: Config): void {
+  if (REDIS_URL !== undefined && REDIS_CLUSTER_NODES !== undefined) {
+    throw new Error('env/REDIS_URL and env/REDIS_CLUSTER_NODES must not both be set: name one Redis server or one Redis Cluster')
+  }
+  if (REDIS_WAIT_REPLICAS > 0 && REDIS_URL === undefined && REDIS_CLUSTER_NODES === undefined) {
+    throw new Error('env/REDIS_WAIT_REPLICAS needs env/REDIS_URL or env/REDIS_CLUSTER_NODES: it counts the replicas of their masters')
+  }
 }
 
 /**

@@ -16,7 +16,35 @@ export interface RedisConnection {
    * (a user's session keys under the user's hash tag, see src/auth/redis-session-store.ts).
    */
   cluster: boolean
+  /** With REDIS_WAIT_REPLICAS: the writes that wait for that many replicas before they are answered. */
+  acknowledged?: AcknowledgedWrites
 }
+
+/**
+ * Writes that are answered only once REDIS_WAIT_REPLICAS replicas have them: each runs on a connection of its own to
+ * the master that owns its key, followed by `WAIT` on that same connection (`WAIT` counts the writes of its own
+ * connection, and blocks it: the service's client, which carries every guarded request, is never kept waiting).
+ */
+export interface AcknowledgedWrites {
+  /** The replicas each write waits for. */
+  readonly replicas: number
+  /**
+   * Runs `write` (every key it touches in the slot of `key`) on the connection to the master of `key`, then waits for
+   * the replicas, `ACKNOWLEDGED_WITHIN_MS` at most from the write's start; rejects when fewer have it (or on any
+   * failure). A write is idempotent, so the caller's retry writes and waits again.
+   */
+  write: <T>(key: string, write: (client: Redis) => Promise<T>) => Promise<T>
+  /** Gives every connection, those opened later included, what `add` defines on it (scripts). */
+  define: (add: (client: Redis) => void) => void
+  close: () => void
+}
+
+/**
+ * The longest a write and its `WAIT` take together (in a cluster, with the connection to a master not connected to
+ * yet): below the connection's command and socket timeouts (1 s), so a `WAIT` that runs out is answered (with the
+ * replicas it counted) rather than cut off, and the connection is kept.
+ */
+export const ACKNOWLEDGED_WITHIN_MS = 900
 
 /** How long one Redis command may take before the login answers 503. */
 const REDIS_COMMAND_TIMEOUT_MS = 1000
@@ -66,7 +94,7 @@ function traceCommands (redis: { sendCommand: (command: Command, ...rest: never[
  * The service's Redis client for REDIS_URL, connected (or given up on, see firstConnection). ioredis, an optional
  * peer, is loaded only here, so a service without Redis neither loads nor needs it. The caller disconnects it.
  */
-export async function connectRedis (url: string, log: FastifyBaseLogger): Promise<RedisConnection> {
+export async function connectRedis (url: string, log: FastifyBaseLogger, waitReplicas = 0): Promise<RedisConnection> {
   const { Redis } = await importOptionalPeer('ioredis', 'REDIS_URL is set', () => import('ioredis'))
   // Fail fast instead of waiting: no queueing while Redis is away, and a Redis that accepts
   // connections but never answers times out; the login then answers 503 within seconds.
@@ -76,7 +104,124 @@ export async function connectRedis (url: string, log: FastifyBaseLogger): Promis
   // connection (its caller already had its 503; a login slot taken late would stay held), and
   // reconnection retries stay frequent, so logins are served again within 2 s of Redis answering.
   const redis = new Redis(url, { ...FAIL_FAST, enableOfflineQueue: false, retryStrategy })
-  return await connected(redis, log, false)
+  const connection = await connected(redis, log, false)
+  if (waitReplicas === 0) return connection
+  // The same rules on the connection of the acknowledged writes, connected at the same time as the client's.
+  const writes = new Redis(url, { ...FAIL_FAST, enableOfflineQueue: false, retryStrategy })
+  writes.on('error', () => {})
+  traceCommands(writes)
+  await firstConnection(writes)
+  return { ...connection, acknowledged: new ServerWrites(writes, waitReplicas) }
+}
+
+/**
+ * Runs `write` on `client`, then `WAIT`s for `replicas`, all within ACKNOWLEDGED_WITHIN_MS of `started`; throws when
+ * fewer replicas have it, or when the write left no time to wait.
+ */
+async function acknowledgedWrite<T> (client: Redis, replicas: number, write: (client: Redis) => Promise<T>, started = Date.now()): Promise<T> {
+  const result = await write(client)
+  const leftMs = ACKNOWLEDGED_WITHIN_MS - (Date.now() - started)
+  // WAIT 0 would wait for ever.
+  if (leftMs < 1) throw new Error(`the write left no time to wait for the replicas of REDIS_WAIT_REPLICAS within ${ACKNOWLEDGED_WITHIN_MS} ms`)
+  const reached = await client.wait(replicas, leftMs)
+  if (reached < replicas) {
+    throw new Error(`${reached} of the ${replicas} replicas of REDIS_WAIT_REPLICAS had the write within ${ACKNOWLEDGED_WITHIN_MS} ms`)
+  }
+  return result
+}
+
+/** The acknowledged writes of one server (REDIS_URL): one connection of their own to it. */
+class ServerWrites implements AcknowledgedWrites {
+  readonly replicas: number
+  readonly #client: Redis
+
+  constructor (client: Redis, replicas: number) {
+    this.#client = client
+    this.replicas = replicas
+  }
+
+  async write<T> (_key: string, write: (client: Redis) => Promise<T>): Promise<T> {
+    return await acknowledgedWrite(this.#client, this.replicas, write)
+  }
+
+  define (add: (client: Redis) => void): void {
+    add(this.#client)
+  }
+
+  close (): void {
+    this.#client.disconnect()
+  }
+}
+
+/**
+ * The acknowledged writes of a Redis Cluster: a connection of their own to each master that takes one, found by the
+ * key's slot in the service's cluster client's map of slots (refreshed every second and at every MOVED). A write that
+ * reaches a node which no longer owns the slot is refused by it (MOVED), and the request answers 503; so does a write
+ * whose master is not known or cannot be reached. A connection that closes is not reopened until the next write.
+ */
+class ClusterWrites implements AcknowledgedWrites {
+  readonly replicas: number
+  readonly #cluster: Cluster
+  readonly #open: (host: string, port: number) => Redis
+  readonly #connections = new Map<string, Promise<Redis>>()
+  readonly #clients = new Set<Redis>()
+  readonly #definitions: Array<(client: Redis) => void> = []
+
+  constructor (cluster: Cluster, replicas: number, open: (host: string, port: number) => Redis) {
+    this.#cluster = cluster
+    this.replicas = replicas
+    this.#open = open
+  }
+
+  async write<T> (key: string, write: (client: Redis) => Promise<T>): Promise<T> {
+    const started = Date.now()
+    const master = this.#cluster.slots[keySlot(key)]?.[0]
+    if (master === undefined) throw new Error(`the master of Redis Cluster slot ${keySlot(key)} is not known yet`)
+    return await acknowledgedWrite(await this.#connection(master), this.replicas, write, started)
+  }
+
+  define (add: (client: Redis) => void): void {
+    this.#definitions.push(add)
+  }
+
+  close (): void {
+    for (const client of this.#clients) client.disconnect()
+  }
+
+  async #connection (node: string): Promise<Redis> {
+    const known = this.#connections.get(node)
+    if (known !== undefined) return await known
+    const at = node.lastIndexOf(':')
+    const client = this.#open(node.slice(0, at), Number(node.slice(at + 1)))
+    for (const add of this.#definitions) add(client)
+    const forget = (): void => { if (this.#connections.get(node) === opened) this.#connections.delete(node) }
+    this.#clients.add(client)
+    client.on('error', () => {})
+    client.once('end', () => {
+      this.#clients.delete(client)
+      forget()
+    })
+    const opened = client.connect().then(() => client, (error: unknown) => {
+      forget()
+      client.disconnect()
+      throw error
+    })
+    this.#connections.set(node, opened)
+    return await opened
+  }
+}
+
+/** The Redis Cluster slot of a key: CRC16 (XMODEM) of the key, or of its hash tag (`{…}`, when not empty), modulo 16384. */
+export function keySlot (key: string): number {
+  const open = key.indexOf('{')
+  const close = open === -1 ? -1 : key.indexOf('}', open + 1)
+  const hashed = close > open + 1 ? key.slice(open + 1, close) : key
+  let crc = 0
+  for (const byte of Buffer.from(hashed)) {
+    crc ^= byte << 8
+    for (let bit = 0; bit < 8; bit++) crc = (crc & 0x8000) !== 0 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff
+  }
+  return crc % 16384
 }
 
 /** Every connection's fail-fast options (see connectRedis). */
@@ -104,8 +249,8 @@ export function clusterSeeds (setting: string): Array<{ host: string, port: numb
  * node went away or whose cluster is down (the request answers 503, as with one server), slots asked again every
  * second and at every MOVED (which ioredis follows, as it follows ASK), so a promoted replica serves within 2 s.
  */
-export async function connectRedisCluster (setting: string, log: FastifyBaseLogger): Promise<RedisConnection> {
-  const { Cluster } = await importOptionalPeer('ioredis', 'REDIS_CLUSTER_NODES is set', () => import('ioredis'))
+export async function connectRedisCluster (setting: string, log: FastifyBaseLogger, waitReplicas = 0): Promise<RedisConnection> {
+  const { Cluster, Redis } = await importOptionalPeer('ioredis', 'REDIS_CLUSTER_NODES is set', () => import('ioredis'))
   const cluster = new Cluster(clusterSeeds(setting), {
     enableOfflineQueue: false,
     clusterRetryStrategy: retryStrategy,
@@ -124,7 +269,17 @@ export async function connectRedisCluster (setting: string, log: FastifyBaseLogg
   // node still connecting: a first lookup of a slot on another node would answer 503. Every node is connected to as
   // soon as the cluster names it (a node that does not answer ends, and is named again by a later MOVED or refresh).
   cluster.on('+node', (node: Redis) => { node.connect().catch(() => {}) })
-  return await connected(cluster, log, true)
+  const connection = await connected(cluster, log, true)
+  if (waitReplicas === 0) return connection
+  // No reconnection: a master that goes away may never come back as one; the next write to its slots opens anew.
+  const acknowledged = new ClusterWrites(cluster, waitReplicas, (host, port) => {
+    const client = new Redis({
+      ...FAIL_FAST, host, port, connectTimeout: ACKNOWLEDGED_WITHIN_MS, enableOfflineQueue: false, lazyConnect: true, retryStrategy: () => null
+    })
+    traceCommands(client)
+    return client
+  })
+  return { ...connection, acknowledged }
 }
 
 async function connected (redis: RedisClient, log: FastifyBaseLogger, cluster: boolean): Promise<RedisConnection> {

@@ -39,6 +39,12 @@ export interface ServiceDecorators {
   catsSessions: Sessions
   /** The token guard (see TokenGuard), for a route's onRequest. */
   catsAuthenticate: TokenGuard
+  /**
+   * The logout's guard: catsAuthenticate, or with REDIS_WAIT_REPLICAS one that lets a token of a denied session through
+   * (the route then ends only that session), so that a logout answered 503 after its denial reached the master, but
+   * not its replicas, is written and waited for again by its retry.
+   */
+  catsLogoutGuard: TokenGuard
 }
 
 export type ServiceDecorator = keyof ServiceDecorators

@@ -285,3 +285,13 @@ t.test('REDIS_CLUSTER_NODES: host:port seeds, comma-separated; never beside REDI
   t.throws(() => loadConfig({ JWT_SECRET: SECRET, REDIS_URL: 'redis://127.0.0.1:6379', REDIS_CLUSTER_NODES: '127.0.0.1:7000' }),
     { message: 'env/REDIS_URL and env/REDIS_CLUSTER_NODES must not both be set: name one Redis server or one Redis Cluster' })
 })
+
+t.test('REDIS_WAIT_REPLICAS: 0 (no wait) by default, a whole number, only with a Redis', async (t) => {
+  t.equal(loadConfig({ JWT_SECRET: SECRET }).REDIS_WAIT_REPLICAS, 0)
+  t.equal(loadConfig({ JWT_SECRET: SECRET, REDIS_URL: 'redis://127.0.0.1:6379', REDIS_WAIT_REPLICAS: '2' }).REDIS_WAIT_REPLICAS, 2)
+  t.equal(loadConfig({ JWT_SECRET: SECRET, REDIS_CLUSTER_NODES: '127.0.0.1:7000', REDIS_WAIT_REPLICAS: 1 }).REDIS_WAIT_REPLICAS, 1)
+  t.match(configError({ JWT_SECRET: SECRET, REDIS_URL: 'redis://127.0.0.1:6379', REDIS_WAIT_REPLICAS: '-1' }), /env\/REDIS_WAIT_REPLICAS must be >= 0/)
+  t.match(configError({ JWT_SECRET: SECRET, REDIS_URL: 'redis://127.0.0.1:6379', REDIS_WAIT_REPLICAS: '1.5' }), /env\/REDIS_WAIT_REPLICAS must be integer/)
+  t.throws(() => loadConfig({ JWT_SECRET: SECRET, REDIS_WAIT_REPLICAS: 1 }),
+    { message: 'env/REDIS_WAIT_REPLICAS needs env/REDIS_URL or env/REDIS_CLUSTER_NODES: it counts the replicas of their masters' })
+})

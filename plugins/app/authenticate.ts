@@ -7,16 +7,21 @@ import { durationToSeconds } from '../../src/config.js'
 import type { AppOptions } from '../../src/app-options.js'
 import { decorateService, serviceDecorator } from '../../src/service-scope.js'
 
-/** The token guard as `catsAuthenticate`, with the service's denylist. */
+/** The token guard as `catsAuthenticate`, with the service's denylist, and the logout's as `catsLogoutGuard`. */
 export default fp<AppOptions>(async (fastify, opts) => {
   const config = serviceDecorator(fastify, 'catsConfig')
   const sessions = serviceDecorator(fastify, 'catsSessions')
   decorateVerified(fastify)
-  decorateService(fastify, 'catsAuthenticate', tokenGuard({
+  const options = {
     verify: keyedVerify(serviceDecorator(fastify, 'catsTokenKeys'), config.JWT_SECRET, verifyOptions(config)),
     lifetimeSeconds: durationToSeconds(config.JWT_EXPIRES_IN),
     validateToken: opts.validateToken ?? userStillExists(serviceDecorator(fastify, 'catsUsers')),
     isRevoked: opts.isRevoked,
     denylist: sessions
-  }))
+  }
+  const guard = tokenGuard(options)
+  decorateService(fastify, 'catsAuthenticate', guard)
+  // With REDIS_WAIT_REPLICAS, a logout answered 503 may have left its denial on the master without enough replicas:
+  // its retry, with the same token, must get through to write and wait again (the host's own check still applies).
+  decorateService(fastify, 'catsLogoutGuard', config.REDIS_WAIT_REPLICAS === 0 ? guard : tokenGuard({ ...options, denylist: { isRevoked: () => false } }))
 }, { name: 'authenticate', dependencies: ['users', 'sessions'] })

@@ -5,11 +5,15 @@ import { badRequest, sessionsUnavailable, unauthorized } from '../../src/http/er
 import { LogoutQuery } from '../../src/auth/schemas.js'
 import { serviceDecorator } from '../../src/service-scope.js'
 import { verifiedOf } from '../../src/auth/token-guard.js'
+import { InvalidToken } from '../../src/errors.js'
 
 const logout: FastifyPluginAsyncTypebox = async (fastify) => {
   const sessions = serviceDecorator(fastify, 'catsSessions')
+  // With REDIS_WAIT_REPLICAS the guard lets a token of a denied session through: it may end that session again
+  // (the retry of a logout whose replicas fell short), never the user's other sessions.
+  const deniedPass = serviceDecorator(fastify, 'catsConfig').REDIS_WAIT_REPLICAS > 0
   fastify.post('/logout', {
-    onRequest: serviceDecorator(fastify, 'catsAuthenticate'),
+    onRequest: serviceDecorator(fastify, 'catsLogoutGuard'),
     schema: {
       tags: ['auth'],
       operationId: 'logout',
@@ -27,7 +31,12 @@ const logout: FastifyPluginAsyncTypebox = async (fastify) => {
       }
     }
   }, async (request, reply) => {
-    await sessions.end(verifiedOf(request).claims, request.query.scope)
+    const { claims } = verifiedOf(request)
+    if (deniedPass && request.query.scope !== 'local' && await sessions.isRevoked(claims)) {
+      reply.header('www-authenticate', 'Bearer error="invalid_token"')
+      throw new InvalidToken()
+    }
+    await sessions.end(claims, request.query.scope)
     return reply.code(204).send(null)
   })
 }

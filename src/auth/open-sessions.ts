@@ -26,14 +26,14 @@ export function openSessions (config: Config, { database, redis, users, sign, re
 }): { sessions: Sessions, close: () => Promise<void> } {
   const { REDIS_KEY_PREFIX, JWT_EXPIRES_IN, REFRESH_TOKENS, REFRESH_TOKEN_TTL, REFRESH_RATE_LIMIT, REFRESH_REUSE_WINDOW, SESSIONS_PER_USER_MAX } = config
   const denylist: Denylist = redis !== undefined
-    ? new RedisDenylist(redis.client, REDIS_KEY_PREFIX, redis.status, redis.cluster)
+    ? new RedisDenylist(redis.client, REDIS_KEY_PREFIX, redis.status, redis.cluster, redis.acknowledged)
     : database !== undefined ? new SqlDenylist(database.client, database.status, database.schema) : new MemoryDenylist()
   // An ended session is kept while its access tokens could live, so that its refresh token denies them again.
   const endedKeepMs = durationToSeconds(JWT_EXPIRES_IN) * 1000 + SKEW_MARGIN_MS
   const store: SessionStore = database !== undefined
     ? new SqlSessionStore(database.client, database.status, endedKeepMs, database.schema)
     : redis !== undefined
-      ? new RedisSessionStore(redis.client, REDIS_KEY_PREFIX, redis.status, endedKeepMs, redis.cluster)
+      ? new RedisSessionStore(redis.client, REDIS_KEY_PREFIX, redis.status, endedKeepMs, redis.cluster, redis.acknowledged)
       : new MemorySessionStore(undefined, endedKeepMs)
   const sessions = new Sessions({
     sign,

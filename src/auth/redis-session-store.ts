@@ -1,5 +1,5 @@
 import type { Result, ClientContext } from 'ioredis'
-import type { RedisClient } from '../redis-connection.js'
+import type { AcknowledgedWrites, RedisClient } from '../redis-connection.js'
 import type { DependencyStatus } from '../dependency-status.js'
 import type { UserId } from './schemas.js'
 import {
@@ -119,15 +119,23 @@ keepSet(KEYS[2] or (ARGV[8] .. s[6]), tonumber(ARGV[3]) + margin)
 return {'rotated', unpack(redis.call('HMGET', KEYS[1], unpack(fields)))}
 `
 
-/** KEYS: the session. ARGV: how long an ended session is kept from now, the margin. */
+/**
+ * KEYS: the session. ARGV: how long an ended session is kept from now, the margin. A session ended already is marked
+ * again: a write that replicas receive, so that a `WAIT` after it (REDIS_WAIT_REPLICAS) counts every earlier write of
+ * the master, the first end included, whichever connection made it.
+ */
 const END = `${END_SESSION}
-endSession(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]))
+if not endSession(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2])) and redis.call('HGET', KEYS[1], 'ended') == '1' then
+  redis.call('HSET', KEYS[1], 'ended', 1)
+end
 `
 
 /**
  * KEYS: the user's set. ARGV: the prefix of session keys, now, then what to do: 'list'; or 'end', how long an ended
  * session is kept from now, the margin and the ids to end. Walks the user's live sessions oldest first: 'list'
- * answers each as its id and FIELDS, 'end' ends those among the ids (answering their ids).
+ * answers each as its id and FIELDS, 'end' ends those among the ids (answering their ids), and sets the set's expiry
+ * again even when it ended none: a write that replicas receive, so that a `WAIT` after it (REDIS_WAIT_REPLICAS) counts
+ * every earlier write of the master, such as the end a retried request's first attempt wrote.
  */
 const USER_SESSIONS = `${END_SESSION}
 local prefix, now, action = ARGV[1], tonumber(ARGV[2]), ARGV[3]
@@ -147,6 +155,10 @@ for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
       table.insert(answer, id)
     end
   end
+end
+if action == 'end' then
+  local at = redis.call('PEXPIRETIME', KEYS[1])
+  if at > 0 then redis.call('PEXPIREAT', KEYS[1], at) end
 end
 return answer
 `
@@ -181,26 +193,42 @@ function recordOf (id: string, [user, username, generation, created, lastUsed, a
   }
 }
 
-/** Sessions in Redis, shared by every instance. */
+/** Adds the scripts to a client (with EVALSHA, and the whole script only when Redis does not have it yet). */
+function defineScripts (redis: RedisClient): void {
+  redis.defineCommand('sessionStart', { numberOfKeys: 2, lua: START })
+  redis.defineCommand('sessionRotate', { lua: ROTATE })
+  redis.defineCommand('sessionEnd', { numberOfKeys: 1, lua: END })
+  redis.defineCommand('userSessions', { numberOfKeys: 1, lua: USER_SESSIONS })
+}
+
+/**
+ * Sessions in Redis, shared by every instance. With REDIS_WAIT_REPLICAS, the ends a client asks for (`end`,
+ * `endEach`) go through the acknowledged writes and wait for the replicas; the ends a login's cap or a reused refresh
+ * token makes are not waited for (their denials are).
+ */
 export class RedisSessionStore implements SessionStore {
   readonly #redis: RedisClient
   readonly #prefix: string
   readonly #status: DependencyStatus
   readonly #endedKeepMs: number
   readonly #cluster: boolean
+  readonly #acknowledged: AcknowledgedWrites | undefined
 
-  /** `cluster`: the client is a Redis Cluster's, and every user's keys go under the user's hash tag. */
-  constructor (redis: RedisClient, keyPrefix: string, status: DependencyStatus, endedKeepMs = DEFAULT_ENDED_KEEP_MS, cluster = false) {
-    // Sent with EVALSHA, and the whole script only when Redis does not have it yet.
-    redis.defineCommand('sessionStart', { numberOfKeys: 2, lua: START })
-    redis.defineCommand('sessionRotate', { lua: ROTATE })
-    redis.defineCommand('sessionEnd', { numberOfKeys: 1, lua: END })
-    redis.defineCommand('userSessions', { numberOfKeys: 1, lua: USER_SESSIONS })
+  /**
+   * `cluster`: the client is a Redis Cluster's, and every user's keys go under the user's hash tag; `acknowledged`:
+   * the writes that wait for REDIS_WAIT_REPLICAS.
+   */
+  constructor (
+    redis: RedisClient, keyPrefix: string, status: DependencyStatus, endedKeepMs = DEFAULT_ENDED_KEEP_MS, cluster = false, acknowledged?: AcknowledgedWrites
+  ) {
+    defineScripts(redis)
+    acknowledged?.define(defineScripts)
     this.#redis = redis
     this.#prefix = keyPrefix
     this.#status = status
     this.#endedKeepMs = endedKeepMs
     this.#cluster = cluster
+    this.#acknowledged = acknowledged
   }
 
   async start (session: SessionRecord, maxPerUser: number, denied: readonly string[] = []): Promise<StartOutcome> {
@@ -231,8 +259,10 @@ export class RedisSessionStore implements SessionStore {
   async end (id: string, user?: string): Promise<void> {
     // Every caller of the service knows the session's user; without it a cluster's session cannot be found.
     if (this.#cluster && user === undefined) throw new Error('A session in a Redis Cluster is ended with its user\'s key')
-    // The user's set forgets the id at that user's next login.
-    await sessionStoreCall(this.#status, () => this.#redis.sessionEnd(this.#sessionKey(user ?? '', id), Date.now() + this.#endedKeepMs, SKEW_MARGIN_MS))
+    // The user's set forgets the id at that user's next login. Ending an ended session changes nothing, but with
+    // REDIS_WAIT_REPLICAS its retry still waits for the replicas.
+    const key = this.#sessionKey(user ?? '', id)
+    await this.#write(key, (client) => client.sessionEnd(key, Date.now() + this.#endedKeepMs, SKEW_MARGIN_MS))
   }
 
   async list (userId: UserId, nowMs: number): Promise<SessionRecord[]> {
@@ -243,10 +273,15 @@ export class RedisSessionStore implements SessionStore {
 
   async endEach (userId: UserId, ids: readonly string[], nowMs: number): Promise<string[]> {
     const user = userKey(userId)
-    const ended = await sessionStoreCall(this.#status, () => this.#redis.userSessions(
-      this.#userSetKey(user), this.#sessionKey(user, ''), nowMs, 'end', this.#endedKeepMs, SKEW_MARGIN_MS, ...ids
-    ))
+    const key = this.#userSetKey(user)
+    const ended = await this.#write(key, (client) => client.userSessions(key, this.#sessionKey(user, ''), nowMs, 'end', this.#endedKeepMs, SKEW_MARGIN_MS, ...ids))
     return ended as string[]
+  }
+
+  /** A write of an end: on the service's client, or, with REDIS_WAIT_REPLICAS, acknowledged by the replicas. */
+  async #write<T> (key: string, write: (client: RedisClient) => Promise<T>): Promise<T> {
+    const acknowledged = this.#acknowledged
+    return await sessionStoreCall(this.#status, () => acknowledged === undefined ? write(this.#redis) : acknowledged.write(key, write))
   }
 
   // The client belongs to the service's redis plugin, which closes it.
