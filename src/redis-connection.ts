@@ -1,4 +1,5 @@
 import type { Cluster, Command, Redis } from 'ioredis'
+import calculateSlot from 'cluster-key-slot'
 import type { FastifyBaseLogger } from 'fastify'
 import { DependencyStatus } from './dependency-status.js'
 import { importOptionalPeer } from './optional-peer.js'
@@ -175,8 +176,8 @@ class ClusterWrites implements AcknowledgedWrites {
 
   async write<T> (key: string, write: (client: Redis) => Promise<T>): Promise<T> {
     const started = Date.now()
-    const master = this.#cluster.slots[keySlot(key)]?.[0]
-    if (master === undefined) throw new Error(`the master of Redis Cluster slot ${keySlot(key)} is not known yet`)
+    const master = this.#cluster.slots[calculateSlot(key)]?.[0]
+    if (master === undefined) throw new Error(`the master of Redis Cluster slot ${calculateSlot(key)} is not known yet`)
     return await acknowledgedWrite(await this.#connection(master), this.replicas, write, started)
   }
 
@@ -209,19 +210,6 @@ class ClusterWrites implements AcknowledgedWrites {
     this.#connections.set(node, opened)
     return await opened
   }
-}
-
-/** The Redis Cluster slot of a key: CRC16 (XMODEM) of the key, or of its hash tag (`{…}`, when not empty), modulo 16384. */
-export function keySlot (key: string): number {
-  const open = key.indexOf('{')
-  const close = open === -1 ? -1 : key.indexOf('}', open + 1)
-  const hashed = close > open + 1 ? key.slice(open + 1, close) : key
-  let crc = 0
-  for (const byte of Buffer.from(hashed)) {
-    crc ^= byte << 8
-    for (let bit = 0; bit < 8; bit++) crc = (crc & 0x8000) !== 0 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff
-  }
-  return crc % 16384
 }
 
 /** Every connection's fail-fast options (see connectRedis). */

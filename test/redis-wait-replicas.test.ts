@@ -12,7 +12,8 @@ import { closedPort } from './support/ports.js'
 import { clusterCli, clusterMissing, startRedisCluster } from './support/redis-cluster.js'
 import { TcpProxy } from './support/tcp-proxy.js'
 import type { UserRecord } from '../src/auth/users-file.js'
-import { ACKNOWLEDGED_WITHIN_MS, connectRedis, connectRedisCluster, keySlot } from '../src/redis-connection.js'
+import calculateSlot from 'cluster-key-slot'
+import { ACKNOWLEDGED_WITHIN_MS, connectRedis, connectRedisCluster } from '../src/redis-connection.js'
 
 // REDIS_WAIT_REPLICAS against a real master and a replica whose replication link goes through a proxy the test
 // stalls: a logout is answered 204 only once the replica has its denial and its session's end, so promoting the
@@ -152,15 +153,6 @@ async function replicaHas (t: Test, replica: string, key: string): Promise<boole
   return await client.exists(key) === 1
 }
 
-t.test('a Redis Cluster slot: CRC16 of the key, or of its hash tag when not empty (as CLUSTER KEYSLOT answers)', async (t) => {
-  // Known answers of CLUSTER KEYSLOT.
-  t.equal(keySlot('foo'), 12182)
-  t.equal(keySlot('somekey'), 11058)
-  t.equal(keySlot('{user1000}.following'), keySlot('user1000'))
-  t.not(keySlot('foo{}{bar}'), keySlot('bar'), 'an empty tag: the whole key')
-  t.equal(keySlot('foo{{bar}}zap'), keySlot('{bar'), 'the tag ends at the first closing brace')
-})
-
 t.test('the acknowledged writes of a cluster whose slots are not known yet: refused, never sent elsewhere', async (t) => {
   const connection = await connectRedisCluster(`127.0.0.1:${await closedPort()}`, Fastify({ logger: false }).log, 1)
   t.teardown(() => {
@@ -296,18 +288,18 @@ if (noRedis !== undefined) {
   t.test('a Redis Cluster, REDIS_WAIT_REPLICAS=1: 204 once the owning master\'s replica has it; 503 while it is stalled or its master gone', async (t) => {
     const cluster = await startRedisCluster(t)
     for (const key of ['cats-api:revoked:x', 'cats-api:{u:1}session:y', 'a{}b', 'a{b']) {
-      t.equal(keySlot(key), Number(clusterCli(cluster.nodes[0], 'CLUSTER', 'KEYSLOT', key).trim()), `the slot of ${key}, as the cluster counts it`)
+      t.equal(calculateSlot(key), Number(clusterCli(cluster.nodes[0], 'CLUSTER', 'KEYSLOT', key).trim()), `the slot of ${key}, as the cluster counts it`)
     }
     const app = await readyApp(t, { REDIS_CLUSTER_NODES: cluster.setting, REDIS_WAIT_REPLICAS: 1 }, await cheapDemoUsers())
     const tokens = await logins(app, 20)
     // john's sessions are under {u:1}; each denial is in a slot of its own id's.
-    const { master, replica } = ownersOf(cluster.nodes[0], keySlot('u:1'))
+    const { master, replica } = ownersOf(cluster.nodes[0], calculateSlot('u:1'))
     let onReplicas = 0
     for (const token of tokens.slice(0, 10)) {
       t.equal((await logout(app, token)).status, 204)
       const sid = sidOf(token)
       const denial = `cats-api:revoked:${sid}`
-      if (await replicaHas(t, ownersOf(cluster.nodes[0], keySlot(denial)).replica, denial) &&
+      if (await replicaHas(t, ownersOf(cluster.nodes[0], calculateSlot(denial)).replica, denial) &&
         await replicaHas(t, replica, `cats-api:{u:1}session:${sid}`)) onReplicas++
     }
     t.equal(onReplicas, 10, 'each denial and end was on the replica of its master when the 204 came')
