@@ -1,5 +1,5 @@
 /**
- * npm run bench:instructions [-- --only ids --starts N --baseline --root dir]: machine instructions per request of the
+ * npm run bench:instructions [-- --only ids --starts N --baseline --root dir --redis]: machine instructions per request of the
  * compiled service per route under callgrind; BENCHMARKS.md says why starts used to land a third apart. Per route and
  * start: create the cats, send WARM_UP requests, switch instrumentation on, zero, count COUNTED more on one connection.
  * Only libuv's poll phase is counted (reading, answering, writing; not timers, whose share grows with the wall clock),
@@ -25,7 +25,7 @@ const COUNTED = 1_500
 const NODE_ARGS = ['--predictable', '--predictable-gc-schedule']
 const CALLGRIND = ['valgrind', '--tool=callgrind', '--instr-atstart=no', '--toggle-collect=uv__io_poll']
 
-const options = { only: { type: 'string' }, starts: { type: 'string', default: '3' }, baseline: { type: 'boolean' }, root: { type: 'string' } } as const
+const options = { only: { type: 'string' }, starts: { type: 'string', default: '3' }, baseline: { type: 'boolean' }, root: { type: 'string' }, redis: { type: 'boolean' } } as const
 const { values } = parseArgs({ options })
 const routes = values.only?.split(',') ?? ROUTES
 if (routes.some((id) => !ROUTES.includes(id))) throw new Error(`--only takes some of: ${ROUTES.join(', ')}`)
@@ -35,6 +35,9 @@ const secret = randomBytes(32).toString('hex')
 const environments = serverEnvironments(secret)
 // Load shedding stays on (its per-request check is counted) on the heap only: the delay check sheds on the wall clock.
 Object.assign(environments.service, { MAX_EVENT_LOOP_DELAY_MS: '0', MAX_HEAP_USED_BYTES: String(2 ** 50) })
+// --redis: the denylist and the login counters in the Redis of BENCH_REDIS_URL, under a prefix of this run's own.
+const redisUrl = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379'
+if (values.redis === true) Object.assign(environments.service, { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: `bench-${randomBytes(6).toString('hex')}:` })
 
 /** The instructions of the first dump in `dir`: callgrind_control only asks for it, the server writes it when next it runs. */
 async function dumpedInstructions (dir: string): Promise<number> {
@@ -105,6 +108,6 @@ for (const scenario of scenarios(secret).filter((s) => routes.includes(s.id))) {
   rows.push([scenario.title, k(service[0]), spread(service), service.map(k).join(', '),
     ...baseline === undefined ? [] : [k(baseline[0]), (service[0] / baseline[0]).toFixed(2)]])
 }
-console.log(`Instructions per request of ${describeCommit(root)} (callgrind, poll phase only; lowest of ${values.starts} starts, ` +
+console.log(`Instructions per request of ${describeCommit(root)}${values.redis === true ? ' with Redis' : ''} (callgrind, poll phase only; lowest of ${values.starts} starts, ` +
   `${int(WARM_UP)} requests of warm-up, ${int(COUNTED)} counted, 1 connection):\n\n` +
   table(['Route', 'service', 'spread', 'starts', ...values.baseline === true ? ['baseline', 'ratio'] : []], rows))
