@@ -62,7 +62,8 @@ export async function startRedisCluster (t: Pick<Test, 'teardown'>, masters = 3,
 /** A command to one node, its reply as text. */
 export function clusterCli (node: string, ...args: string[]): string {
   const [host, port] = node.split(':')
-  return execFileSync('redis-cli', ['-h', host, '-p', port, ...args], { encoding: 'utf8' })
+  // Its complaints (a node not up yet) go into the error it throws, not to the test's output.
+  return execFileSync('redis-cli', ['-h', host, '-p', port, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
 }
 
 /**
