@@ -2,7 +2,7 @@ import t from 'tap'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { createApp, bearer } from './support/app.js'
 import { cheapDemoUsers } from './support/cheap-users.js'
-import { clusterCli, clusterMissing, startRedisCluster } from './support/redis-cluster.js'
+import { clusterCli, clusterMissing, ownersOf, startRedisCluster } from './support/redis-cluster.js'
 
 // A master of the service's Redis Cluster is killed: until its replica is promoted, what needs its slots answers 503
 // with the session store's code (as a single server's outage does, never a hang and never a success), and within
@@ -10,19 +10,6 @@ import { clusterCli, clusterMissing, startRedisCluster } from './support/redis-c
 
 const RECOVERY_MS = 2000
 const sidOf = (accessToken: string): string => JSON.parse(Buffer.from(accessToken.split('.')[1], 'base64url').toString()).sid
-
-/** The master serving `slot`, and its replica, as `host:port` (from CLUSTER NODES: id, address, flags, master's id, …, slots). */
-function ownersOf (node: string, slot: number): { master: string, replica: string } {
-  const nodes = clusterCli(node, 'CLUSTER', 'NODES').trim().split('\n').map((line) => line.split(' '))
-  const address = (fields: string[]): string => fields[1].split('@')[0]
-  const master = nodes.find((fields) => fields[2].includes('master') && fields.slice(8).some((range) => {
-    const [first, last = first] = range.split('-').map(Number)
-    return slot >= first && slot <= last
-  }))
-  const replica = nodes.find((fields) => fields[3] === master?.[0])
-  if (master === undefined || replica === undefined) throw new Error(`no master and replica found for slot ${slot}`)
-  return { master: address(master), replica: address(replica) }
-}
 
 const noCluster = clusterMissing()
 if (noCluster !== undefined) {

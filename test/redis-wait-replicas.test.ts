@@ -9,7 +9,7 @@ import { Redis } from 'ioredis'
 import { bearer, createApp } from './support/app.js'
 import { cheapDemoUsers } from './support/cheap-users.js'
 import { closedPort } from './support/ports.js'
-import { clusterCli, clusterMissing, startRedisCluster } from './support/redis-cluster.js'
+import { clusterCli, clusterMissing, ownersOf, startRedisCluster } from './support/redis-cluster.js'
 import { TcpProxy } from './support/tcp-proxy.js'
 import type { UserRecord } from '../src/auth/users-file.js'
 import calculateSlot from 'cluster-key-slot'
@@ -129,19 +129,6 @@ async function served (app: FastifyInstance, tokens: string[]): Promise<string[]
 async function promote (replica: Redis): Promise<void> {
   await replica.call('REPLICAOF', 'NO', 'ONE')
   if (!(await replica.info('replication')).includes('role:master')) throw new Error('the replica was not promoted')
-}
-
-/** The master serving `slot`, and its replica, as `host:port` (from CLUSTER NODES: id, address, flags, master's id, …, slots). */
-function ownersOf (node: string, slot: number): { master: string, replica: string } {
-  const nodes = clusterCli(node, 'CLUSTER', 'NODES').trim().split('\n').map((line) => line.split(' '))
-  const address = (fields: string[]): string => fields[1].split('@')[0]
-  const master = nodes.find((fields) => fields[2].includes('master') && fields.slice(8).some((range) => {
-    const [first, last = first] = range.split('-').map(Number)
-    return slot >= first && slot <= last
-  }))
-  const replica = nodes.find((fields) => fields[3] === master?.[0])
-  if (master === undefined || replica === undefined) throw new Error(`no master and replica found for slot ${slot}`)
-  return { master: address(master), replica: address(replica) }
 }
 
 /** Whether a replica of the cluster has `key` (asked with READONLY: a replica otherwise answers MOVED). */

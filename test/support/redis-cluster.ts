@@ -93,6 +93,19 @@ async function startNode (dir: string): Promise<{ node: string, child: ReturnTyp
   }
 }
 
+/** The master serving `slot`, and its replica, as `host:port` (from CLUSTER NODES: id, address, flags, master's id, …, slots). */
+export function ownersOf (node: string, slot: number): { master: string, replica: string } {
+  const nodes = clusterCli(node, 'CLUSTER', 'NODES').trim().split('\n').map((line) => line.split(' '))
+  const address = (fields: string[]): string => fields[1].split('@')[0]
+  const master = nodes.find((fields) => fields[2].includes('master') && fields.slice(8).some((range) => {
+    const [first, last = first] = range.split('-').map(Number)
+    return slot >= first && slot <= last
+  }))
+  const replica = nodes.find((fields) => fields[3] === master?.[0])
+  if (master === undefined || replica === undefined) throw new Error(`no master and replica found for slot ${slot}`)
+  return { master: address(master), replica: address(replica) }
+}
+
 /** A replica that never synchronised with its master is never promoted: waits until each has (masters pass at once). */
 async function untilSynchronised (node: string): Promise<void> {
   for (let attempt = 0; attempt < 200; attempt++) {
