@@ -188,10 +188,32 @@ export const HS256_NEEDS_SECRET = { if: { properties: { JWT_ALGORITHM: { const: 
 
 export const ConfigSchema = Type.Object(ConfigProperties, HS256_NEEDS_SECRET)
 
-export type Config = Static<typeof ConfigSchema>
+/** The settings as the schema has them (durations as written, e.g. `60m`). */
+export type Settings = Static<typeof ConfigSchema>
+
+/** The duration settings decoded once, when the settings are loaded; each name says its unit. */
+export interface Durations {
+  /** JWT_EXPIRES_IN */
+  accessTokenSeconds: number
+  /** REFRESH_TOKEN_TTL */
+  refreshTokenSeconds: number
+  /** REFRESH_REUSE_WINDOW; 0 when off */
+  refreshReuseWindowMs: number
+  /** LOGIN_FAILURE_WINDOW */
+  loginFailureWindowMs: number
+  /** LOGIN_LOCK_DURATION */
+  loginLockMs: number
+  /** LOGIN_LOCK_MAX */
+  loginLockMaxMs: number
+  /** LOGIN_CLIENT_FAILURE_WINDOW */
+  loginClientFailureWindowMs: number
+}
+
+/** The loaded settings: the schema's, and their durations as numbers. */
+export type Config = Settings & { readonly durations: Durations }
 
 /** Settings as a caller may give them: JWT_SECRET (or, with another algorithm, a private key) is required, the rest have defaults. */
-export type ConfigInput = Partial<Record<keyof Config, string | number | boolean | undefined>>
+export type ConfigInput = Partial<Record<keyof Settings, string | number | boolean | undefined>>
 
 /** Where settings come from besides the given source. */
 export interface ConfigSources {
@@ -210,15 +232,29 @@ const dotenvOption = (envFile: string | undefined): false | { path: string } => 
  * variable, e.g. `env/JWT_SECRET must NOT have fewer than 32 characters`.
  */
 export function loadConfig (source: Record<string, unknown>, { envFile }: ConfigSources = {}): Config {
-  let config: Config
+  let settings: Settings
   try {
-    config = envSchema<Config>({ schema: ConfigSchema, data: { ...source }, env: false, dotenv: dotenvOption(envFile) })
+    settings = envSchema<Settings>({ schema: ConfigSchema, data: { ...source }, env: false, dotenv: dotenvOption(envFile) })
   } catch (error) {
     throw inWords(error)
   }
+  const config = { ...settings, durations: decodeDurations(settings) }
   checkLifetimes(config)
   checkRedis(config)
   return config
+}
+
+function decodeDurations (settings: Settings): Durations {
+  const ms = (duration: string): number => durationToSeconds(duration) * 1000
+  return {
+    accessTokenSeconds: durationToSeconds(settings.JWT_EXPIRES_IN),
+    refreshTokenSeconds: durationToSeconds(settings.REFRESH_TOKEN_TTL),
+    refreshReuseWindowMs: settings.REFRESH_REUSE_WINDOW === '0' ? 0 : ms(settings.REFRESH_REUSE_WINDOW),
+    loginFailureWindowMs: ms(settings.LOGIN_FAILURE_WINDOW),
+    loginLockMs: ms(settings.LOGIN_LOCK_DURATION),
+    loginLockMaxMs: ms(settings.LOGIN_LOCK_MAX),
+    loginClientFailureWindowMs: ms(settings.LOGIN_CLIENT_FAILURE_WINDOW)
+  }
 }
 
 /**
@@ -226,8 +262,8 @@ export function loadConfig (source: Record<string, unknown>, { envFile }: Config
  * token: a refresh token shorter-lived than the access token issued with it would let a session drop out of the
  * list while that access token still works. Such a setting is refused.
  */
-function checkLifetimes ({ REFRESH_TOKENS, REFRESH_TOKEN_TTL, JWT_EXPIRES_IN }: Config): void {
-  if (!REFRESH_TOKENS || durationToSeconds(REFRESH_TOKEN_TTL) >= durationToSeconds(JWT_EXPIRES_IN)) return
+function checkLifetimes ({ REFRESH_TOKENS, REFRESH_TOKEN_TTL, JWT_EXPIRES_IN, durations }: Config): void {
+  if (!REFRESH_TOKENS || durations.refreshTokenSeconds >= durations.accessTokenSeconds) return
   throw new Error(`env/REFRESH_TOKEN_TTL (${REFRESH_TOKEN_TTL}) must not be shorter than env/JWT_EXPIRES_IN (${JWT_EXPIRES_IN}) ` +
     'when REFRESH_TOKENS is on: a session must stay listed, and endable, while its access tokens work')
 }

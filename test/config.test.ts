@@ -40,7 +40,7 @@ t.test('every setting with a default in the schema gets it', async (t) => {
     t.strictSame(values[name], schema.default, name)
   }
   t.ok(defaulted.length >= 10, `${defaulted.length} settings have defaults`)
-  t.strictSame(Object.keys(values).sort(), ['JWT_SECRET', ...defaulted].sort(), 'nothing else is added')
+  t.strictSame(Object.keys(values).sort(), ['JWT_SECRET', 'durations', ...defaulted].sort(), 'nothing else is added but the decoded durations')
 })
 
 t.test('optional settings without defaults stay absent', async (t) => {
@@ -294,4 +294,19 @@ t.test('REDIS_WAIT_REPLICAS: 0 (no wait) by default, a whole number, only with a
   t.match(configError({ JWT_SECRET: SECRET, REDIS_URL: 'redis://127.0.0.1:6379', REDIS_WAIT_REPLICAS: '1.5' }), /env\/REDIS_WAIT_REPLICAS must be integer/)
   t.throws(() => loadConfig({ JWT_SECRET: SECRET, REDIS_WAIT_REPLICAS: 1 }),
     { message: 'env/REDIS_WAIT_REPLICAS needs env/REDIS_URL or env/REDIS_CLUSTER_NODES: it counts the replicas of their masters' })
+})
+
+t.test('loadConfig decodes every duration once, in the unit its name says', async (t) => {
+  t.strictSame(loadConfig({ JWT_SECRET: SECRET }).durations, {
+    accessTokenSeconds: 3600,
+    refreshTokenSeconds: 30 * 86_400,
+    refreshReuseWindowMs: 10_000,
+    loginFailureWindowMs: 15 * 60_000,
+    loginLockMs: 60_000,
+    loginLockMaxMs: 3_600_000,
+    loginClientFailureWindowMs: 15 * 60_000
+  }, 'the defaults')
+  const config = loadConfig({ JWT_SECRET: SECRET, JWT_EXPIRES_IN: '2h', REFRESH_TOKEN_TTL: '3h', REFRESH_REUSE_WINDOW: '0', LOGIN_LOCK_MAX: '90s' })
+  t.equal(config.JWT_EXPIRES_IN, '2h', 'the setting stays as written')
+  t.match(config.durations, { accessTokenSeconds: 7200, refreshTokenSeconds: 10_800, refreshReuseWindowMs: 0, loginLockMaxMs: 90_000 })
 })

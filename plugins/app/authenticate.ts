@@ -3,7 +3,6 @@ import { decorateVerified, tokenGuard } from '../../src/auth/token-guard.js'
 import { keyedVerify } from '../../src/auth/token-keys.js'
 import { verifyOptions } from '../../src/auth/jwt-options.js'
 import { userStillExists } from '../../src/auth/token-claims.js'
-import { durationToSeconds } from '../../src/config.js'
 import type { AppOptions } from '../../src/app-options.js'
 import { decorateService, serviceDecorator } from '../../src/service-scope.js'
 
@@ -14,7 +13,7 @@ export default fp<AppOptions>(async (fastify, opts) => {
   decorateVerified(fastify)
   const options = {
     verify: keyedVerify(serviceDecorator(fastify, 'catsTokenKeys'), config.JWT_SECRET, verifyOptions(config)),
-    lifetimeSeconds: durationToSeconds(config.JWT_EXPIRES_IN),
+    lifetimeSeconds: config.durations.accessTokenSeconds,
     validateToken: opts.validateToken ?? userStillExists(serviceDecorator(fastify, 'catsUsers')),
     isRevoked: opts.isRevoked,
     denylist: sessions

@@ -4,7 +4,6 @@ import { NO_SECURITY, ref } from '../../src/http/schemas.js'
 import {
   badRequest, bodyTooLarge, invalidCredentials, loginUnavailable, tooManyLoginAttempts, unsupportedMediaType
 } from '../../src/http/error-response-schemas.js'
-import { durationToSeconds } from '../../src/config.js'
 import { InvalidCredentials } from '../../src/errors.js'
 import { addressOf, clientAddress } from '../../src/http/client-address.js'
 import { serviceDecorator } from '../../src/service-scope.js'
@@ -14,7 +13,7 @@ const login: FastifyPluginAsyncTypebox = async (fastify) => {
   const protection = serviceDecorator(fastify, 'catsLoginProtection')
   const users = serviceDecorator(fastify, 'catsUsers')
   const sessions = serviceDecorator(fastify, 'catsSessions')
-  const expiresIn = durationToSeconds(config.JWT_EXPIRES_IN)
+  const expiresIn = config.durations.accessTokenSeconds
 
   fastify.post('/login', {
     // Every answer counts, including the protection's 429 and 503.

@@ -4,7 +4,6 @@ import { NO_SECURITY } from '../../src/http/schemas.js'
 import {
   badRequest, bodyTooLarge, invalidRefreshToken, sessionsUnavailable, tooManyRefreshes, unsupportedMediaType
 } from '../../src/http/error-response-schemas.js'
-import { durationToSeconds } from '../../src/config.js'
 import { InvalidRefreshToken } from '../../src/errors.js'
 import { serviceDecorator } from '../../src/service-scope.js'
 
@@ -13,7 +12,7 @@ const refresh: FastifyPluginAsyncTypebox = async (fastify) => {
   const sessions = serviceDecorator(fastify, 'catsSessions')
   const config = serviceDecorator(fastify, 'catsConfig')
   if (!sessions.refreshEnabled) return
-  const expiresIn = durationToSeconds(config.JWT_EXPIRES_IN)
+  const expiresIn = config.durations.accessTokenSeconds
 
   fastify.post('/refresh', {
     schema: {

@@ -1,5 +1,5 @@
 import { createSigner, type VerifierOptions } from 'fast-jwt'
-import { durationToSeconds, type Config } from '../config.js'
+import type { Config } from '../config.js'
 import type { TokenClaims } from './schemas.js'
 import type { TokenKeys } from './token-keys.js'
 
@@ -23,12 +23,12 @@ export function verifyOptions ({ JWT_ISSUER, JWT_AUDIENCE }: Config): Omit<Parti
  * Tokens are verified by `keyedVerify` (src/auth/token-keys.ts).
  */
 export function accessTokenSigner (config: Config, keys: TokenKeys): (claims: TokenClaims) => string {
-  const { JWT_EXPIRES_IN, JWT_ISSUER, JWT_AUDIENCE } = config
+  const { JWT_ISSUER, JWT_AUDIENCE, durations } = config
   return createSigner({
     key: keys.signingKey,
     algorithm: keys.algorithm,
     ...(keys.kid !== undefined && { kid: keys.kid }),
-    expiresIn: durationToSeconds(JWT_EXPIRES_IN) * 1000, // fast-jwt reads a number as milliseconds
+    expiresIn: durations.accessTokenSeconds * 1000, // fast-jwt reads a number as milliseconds
     ...(JWT_ISSUER !== undefined && { iss: JWT_ISSUER }),
     ...(JWT_AUDIENCE !== undefined && { aud: JWT_AUDIENCE })
   })

@@ -3,7 +3,7 @@ import type { DependencyStatus } from '../dependency-status.js'
 import { LoginLimiterUnavailable, TooManyLoginAttempts, TooManyLoginsInProgress } from '../errors.js'
 import { MemoryLoginAttempts, pairKey, type Admission, type LoginAttempt, type LoginAttemptStore, type LoginPolicy, type Outcome } from './login-lockout.js'
 import { RedisLoginAttempts } from './redis-login-lockout.js'
-import { durationToSeconds, type Config } from '../config.js'
+import type { Config } from '../config.js'
 import type { RedisConnection } from '../redis-connection.js'
 import { SlotWaiters } from './slot-waiters.js'
 
@@ -92,14 +92,14 @@ export class LoginProtection {
 
 /** The login protection of the settings: its counters in Redis when there is one (shared by every instance), else in this process. */
 export function loginProtectionFor (config: Config, redis: RedisConnection | undefined): LoginProtection {
-  const ms = (duration: string): number => durationToSeconds(duration) * 1000
+  const { durations } = config
   const policy: LoginPolicy = {
     maxFailures: config.LOGIN_MAX_FAILURES,
-    windowMs: ms(config.LOGIN_FAILURE_WINDOW),
-    lockMs: ms(config.LOGIN_LOCK_DURATION),
-    lockMaxMs: ms(config.LOGIN_LOCK_MAX),
+    windowMs: durations.loginFailureWindowMs,
+    lockMs: durations.loginLockMs,
+    lockMaxMs: durations.loginLockMaxMs,
     clientMaxFailures: config.LOGIN_CLIENT_MAX_FAILURES,
-    clientWindowMs: ms(config.LOGIN_CLIENT_FAILURE_WINDOW)
+    clientWindowMs: durations.loginClientFailureWindowMs
   }
   const maxWaiting = config.LOGIN_SLOT_QUEUE_MAX
   return redis === undefined

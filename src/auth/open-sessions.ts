@@ -1,4 +1,4 @@
-import { durationToSeconds, type Config } from '../config.js'
+import type { Config } from '../config.js'
 import { MemoryDenylist, type Denylist } from './denylist.js'
 import { RedisDenylist } from './redis-denylist.js'
 import { RedisSessionStore } from './redis-session-store.js'
@@ -24,12 +24,12 @@ export function openSessions (config: Config, { database, redis, users, sign, re
   refreshSecret: string
   events: SessionsOptions['events']
 }): { sessions: Sessions, close: () => Promise<void> } {
-  const { REDIS_KEY_PREFIX, JWT_EXPIRES_IN, REFRESH_TOKENS, REFRESH_TOKEN_TTL, REFRESH_RATE_LIMIT, REFRESH_REUSE_WINDOW, SESSIONS_PER_USER_MAX } = config
+  const { REDIS_KEY_PREFIX, REFRESH_TOKENS, REFRESH_RATE_LIMIT, SESSIONS_PER_USER_MAX, durations } = config
   const denylist: Denylist = redis !== undefined
     ? new RedisDenylist(redis.client, REDIS_KEY_PREFIX, redis.status, redis.cluster, redis.acknowledged)
     : database !== undefined ? new SqlDenylist(database.client, database.status, database.schema) : new MemoryDenylist()
   // An ended session is kept while its access tokens could live, so that its refresh token denies them again.
-  const endedKeepMs = durationToSeconds(JWT_EXPIRES_IN) * 1000 + SKEW_MARGIN_MS
+  const endedKeepMs = durations.accessTokenSeconds * 1000 + SKEW_MARGIN_MS
   const store: SessionStore = database !== undefined
     ? new SqlSessionStore(database.client, database.status, endedKeepMs, database.schema)
     : redis !== undefined
@@ -37,11 +37,11 @@ export function openSessions (config: Config, { database, redis, users, sign, re
       : new MemorySessionStore(undefined, endedKeepMs)
   const sessions = new Sessions({
     sign,
-    accessLifetimeSeconds: durationToSeconds(JWT_EXPIRES_IN),
+    accessLifetimeSeconds: durations.accessTokenSeconds,
     refreshEnabled: REFRESH_TOKENS,
-    refreshLifetimeSeconds: durationToSeconds(REFRESH_TOKEN_TTL),
+    refreshLifetimeSeconds: durations.refreshTokenSeconds,
     refreshKey: refreshTokenKey(refreshSecret),
-    refreshLimit: { max: REFRESH_RATE_LIMIT, windowMs: 60_000, reuseWindowMs: REFRESH_REUSE_WINDOW === '0' ? 0 : durationToSeconds(REFRESH_REUSE_WINDOW) * 1000 },
+    refreshLimit: { max: REFRESH_RATE_LIMIT, windowMs: 60_000, reuseWindowMs: durations.refreshReuseWindowMs },
     maxPerUser: SESSIONS_PER_USER_MAX,
     store,
     denylist,
