@@ -1,4 +1,5 @@
 import { ConfigSchema, HS256_NEEDS_SECRET } from './config.js'
+import { markers, replaceTable } from './docs-table.js'
 
 /**
  * The settings' documentation, generated from the config schema so that it
@@ -8,8 +9,7 @@ import { ConfigSchema, HS256_NEEDS_SECRET } from './config.js'
  */
 
 /** The markers the table of settings is written between. */
-export const SETTINGS_START = '<!-- settings:start -->'
-export const SETTINGS_END = '<!-- settings:end -->'
+export const { start: SETTINGS_START, end: SETTINGS_END } = markers('settings')
 
 /** The page, relative to the project root, the table of settings lives on. */
 export const SETTINGS_PAGE = 'docs/configuration.md'
@@ -62,8 +62,5 @@ export function renderEnvExample (): string {
 
 /** The page with the table between its markers replaced by the current one. */
 export function updateSettingsTable (page: string): string {
-  const start = page.indexOf(SETTINGS_START)
-  const end = page.indexOf(SETTINGS_END)
-  if (start === -1 || end < start) throw new Error(`${SETTINGS_PAGE} needs the markers ${SETTINGS_START} and ${SETTINGS_END}`)
-  return `${page.slice(0, start + SETTINGS_START.length)}\n${renderConfigTable()}\n${page.slice(end)}`
+  return replaceTable(page, SETTINGS_PAGE, 'settings', renderConfigTable())
 }

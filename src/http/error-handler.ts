@@ -1,12 +1,12 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { errorBody } from './error-body.js'
 import { sendError } from './problem-details.js'
-import { InternalError, isServiceError, MethodNotAllowed, Overloaded, retryAfterFor, RouteNotFound, TooManyRequests } from '../errors.js'
+import { BadRequest, InternalError, isServiceError, MethodNotAllowed, Overloaded, retryAfterFor, RouteNotFound, TooManyRequests } from '../errors.js'
 import type { RouteMethods } from './route-methods.js'
 import { toIssues, type FieldError } from './validation-issues.js'
 
 // A 4xx raised without a code of its own (not by Fastify, which names all of its errors).
-const GENERIC_CLIENT_ERROR_CODE = 'HTTP_ERR_BAD_REQUEST'
+const GENERIC_CLIENT_ERROR_CODE = new BadRequest('').code
 const INTERNAL = new InternalError()
 // Code-less 4xx statuses with a code of their own: a host's global rate limit throws a bare 429 on the service's routes.
 const CODE_BY_STATUS = new Map([[429, new TooManyRequests().code]])

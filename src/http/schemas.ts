@@ -35,7 +35,7 @@ export type ValidationIssue = Static<typeof ValidationIssue>
 
 /** What both shapes of an error carry: the stable code, and the failing fields of a validation error. */
 const errorCodeAndIssues = {
-  code: Type.String({ description: 'Stable error code (listed in the README)' }),
+  code: Type.String({ description: 'Stable error code (listed in docs/errors.md)' }),
   validation: Type.Optional(Type.Array(ref(ValidationIssue), {
     maxItems: MAX_ISSUES,
     description: `One entry for each failing field, the first ${MAX_ISSUES} found`
