@@ -162,7 +162,7 @@ const cats: FastifyPluginAsyncTypebox = async (fastify) => {
     if (!meetsCondition({ noneMatch: ifNoneMatchVersions(request.headers['if-none-match']) }, version)) return notModifiedReply(reply, etag)
     // The whole list without a query; `after` alone pages by the largest page.
     const limited = limit ?? (after === undefined ? undefined : LIST_CHUNK)
-    const list = await lists.json(reply.raw, { after: position, limit: limited })
+    const list = await lists.json(reply.raw, { after: position, limit: limited, version })
     if (list === undefined) throw new TooManyLists()
     if (list.more && limited !== undefined) {
       reply.header('link', `<${listPath}?limit=${limited}&after=${encodeCursor(list.last)}>; rel="next"`)

@@ -30,6 +30,8 @@ export interface ListSettings {
 export interface ListQuery {
   after: number
   limit?: number
+  /** The store's list version, read before the list: an answer that fits one chunk is kept for the next request of it. */
+  version?: string
 }
 
 /** A list as JSON, with where it ends: the position of its last cat and whether cats follow it (for a page's Link). */
@@ -53,6 +55,12 @@ export class Lists {
   readonly #chunkBytes: number
   readonly #pageCats: number
   #streams = 0
+  /**
+   * The last answer that fit one chunk, with the version and query it answered. The version is read before the
+   * cats and changes with every write, so an answer kept under a version is that version's list: a list read again
+   * unchanged is sent again without reading the store.
+   */
+  #kept: { version: string, after: number, limit: number, answer: ListAnswer } | undefined
 
   constructor (store: ListedStore, { maxStreams, writeTimeoutMs, chunkBytes = CHUNK_BYTES, pageCats = LIST_CHUNK }: ListSettings) {
     this.#store = store
@@ -72,10 +80,16 @@ export class Lists {
    * already. A stream holds its place until the response closes, and ends the response when its reader takes
    * nothing for `writeTimeoutMs`.
    */
-  async json (response: ServerResponse, { after, limit = Number.POSITIVE_INFINITY }: ListQuery): Promise<ListAnswer | undefined> {
+  async json (response: ServerResponse, { after, limit = Number.POSITIVE_INFINITY, version }: ListQuery): Promise<ListAnswer | undefined> {
+    const kept = this.#kept
+    if (kept !== undefined && kept.version === version && kept.after === after && kept.limit === limit) return kept.answer
     const first = await this.#store.page(after, Math.min(limit, this.#pageCats), this.#chunkBytes)
     // One chunk holds the list: the page's cats all fit, or none follows.
-    if (!first.more || first.cats === limit) return { body: `[${first.items}]`, last: first.last, more: first.more }
+    if (!first.more || first.cats === limit) {
+      const answer = { body: `[${first.items}]`, last: first.last, more: first.more }
+      if (version !== undefined) this.#kept = { version, after, limit, answer }
+      return answer
+    }
     // A page ends where its cats, counted now, end; a whole list at the end of the store, whenever that is.
     const end = Number.isFinite(limit) ? await this.#store.pageEnd(first.last, limit - first.cats) : undefined
     // The client left while the first chunk was read: nothing will be sent, so no place is taken.

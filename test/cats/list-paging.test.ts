@@ -323,3 +323,30 @@ t.test('a streamed page counts toward maxStreams', async (t) => {
   t.equal((await get(path)).status, 503, 'a second page while the first streams')
   first.destroy()
 })
+
+t.test('a list that fits one chunk is kept under its version: read again unchanged, the store is not read again', async (t) => {
+  const store = withObjects(new MemoryCatsStore())
+  await fill(store, 3)
+  let reads = 0
+  const counting: ListedStore = {
+    pageEnd: store.pageEnd.bind(store),
+    page: async (...args: Parameters<ListedStore['page']>): Promise<CatsPage> => {
+      reads++
+      return await store.page(...args)
+    }
+  }
+  const lists = new Lists(counting, settings())
+  const read = async (query: ListQuery): Promise<ListAnswer | undefined> => await lists.json(unsent(), { ...query, version: await store.listVersion() })
+  const first = await read({ after: 0 })
+  t.equal((await read({ after: 0 }))?.body, first?.body)
+  t.equal(reads, 1, 'the same list, unchanged: kept')
+  await read({ after: 0, limit: 2 })
+  await read({ after: 1 })
+  t.equal(reads, 3, 'another query is read')
+  await fill(store, 1)
+  t.equal((await read({ after: 1 }))?.body, JSON.stringify((await store.list()).slice(1)), 'a write changes the version: read again')
+  t.equal(reads, 4)
+  await lists.json(unsent(), { after: 1 })
+  await lists.json(unsent(), { after: 1 })
+  t.equal(reads, 6, 'without a version nothing is kept')
+})
