@@ -1,7 +1,7 @@
 import { keepNextTickShapes } from '../src/next-tick-shapes.js'
 import { createBaselineServer } from './baseline-server.js'
 import { loadConfig } from '../src/config.js'
-import { tokenKeys } from '../src/auth/token-keys.js'
+import { tokenKeys } from '../src/auth/tokens/token-keys.js'
 import { connectionSettings } from '../src/http/server-options.js'
 import { collectDefaultMetrics, Registry } from 'prom-client'
 

@@ -1,7 +1,7 @@
 import type { ConfigInput } from './config.js'
-import type { UserRecord } from './auth/users-file.js'
-import type { UserDirectory } from './auth/users.js'
-import type { IsRevoked, ValidateToken } from './auth/token-claims.js'
+import type { UserRecord } from './auth/login/users-file.js'
+import type { UserDirectory } from './auth/login/users.js'
+import type { IsRevoked, ValidateToken } from './auth/tokens/token-claims.js'
 
 /** What the service plugin accepts: the app, its plugins and its routes all read these. */
 export interface AppOptions {

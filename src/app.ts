@@ -11,15 +11,15 @@ import { ErrorReply, ProblemDetails, ValidationIssue } from './http/schemas.js'
 import { CatReply, CreateCatBody, DeleteReply, StoredCat } from './cats/schemas.js'
 import { Identity, LoginBody, LoginReply } from './auth/schemas.js'
 import { loadConfig } from './config.js'
-import { tokenKeys } from './auth/token-keys.js'
-import { verifiedOf, type TokenGuard } from './auth/token-guard.js'
+import { tokenKeys } from './auth/tokens/token-keys.js'
+import { verifiedOf, type TokenGuard } from './auth/tokens/token-guard.js'
 import type { Identity as IdentityType } from './auth/schemas.js'
 import { decorateService, serviceDecorator } from './service-scope.js'
 
 export type { AppOptions, MetricsRegistry }
 export type { IdentityType as Identity }
-export type { UserDirectory } from './auth/users.js'
-export type { UserRecord } from './auth/users-file.js'
+export type { UserDirectory } from './auth/login/users.js'
+export type { UserRecord } from './auth/login/users-file.js'
 export type { ConfigInput } from './config.js'
 // What a host passes to its own @fastify/swagger for the service's operations (see docs/embedding.md).
 export { openapiRefResolver, openapiSecuritySchemes } from './http/host-openapi.js'

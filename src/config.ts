@@ -183,7 +183,7 @@ const ConfigProperties = {
   MAX_HEAP_USED_BYTES: Type.Integer({ minimum: 0, default: 0, description: 'Load shedding (503) past this heap use; `0` turns the check off' })
 }
 
-/** HS256, the default algorithm, needs its secret; the other algorithms' keys are read and checked at start (src/auth/token-keys.ts). */
+/** HS256, the default algorithm, needs its secret; the other algorithms' keys are read and checked at start (src/auth/tokens/token-keys.ts). */
 export const HS256_NEEDS_SECRET = { if: { properties: { JWT_ALGORITHM: { const: 'HS256' } } }, then: { required: ['JWT_SECRET'] } }
 
 export const ConfigSchema = Type.Object(ConfigProperties, HS256_NEEDS_SECRET)

@@ -53,14 +53,14 @@ export class DependencyStatus {
   }
 }
 
-/** What `reported` tells of an operation's outcome: a DependencyStatus, or nothing. */
+/** What `callDependency` tells of an operation's outcome: a DependencyStatus, or nothing. */
 export type Availability = Pick<DependencyStatus, 'failed' | 'succeeded'> | undefined
 
 /**
  * Runs an operation on a dependency and tells `availability` how it went. The service's own errors (a full
  * collection, a reused key) pass through; any other failure is an outage and becomes `unavailable(cause)`.
  */
-export async function reported<T> (availability: Availability, unavailable: (cause: unknown) => Error, operation: () => Promise<T>): Promise<T> {
+export async function callDependency<T> (availability: Availability, unavailable: (cause: unknown) => Error, operation: () => Promise<T>): Promise<T> {
   let result: T
   try {
     result = await operation()

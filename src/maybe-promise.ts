@@ -20,6 +20,6 @@ function isThenable<T> (value: T | PromiseLike<T>): value is PromiseLike<T> {
  * its answer, as `await` would take it, not only a native Promise: taken for the answer itself, a
  * thenable object would count as an identity, or as "revoked", whatever it resolves to.
  */
-export function fromHost<T> (answer: T | PromiseLike<T>): MaybePromise<T> {
+export function hostAnswer<T> (answer: T | PromiseLike<T>): MaybePromise<T> {
   return isThenable(answer) ? Promise.resolve(answer) : answer
 }

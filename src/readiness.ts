@@ -7,7 +7,7 @@ export const READINESS_CACHE_MS = 1000
  * of readiness requests then makes one probe of each dependency a second, not one per request,
  * and a dependency never has two probes of one process waiting on it.
  */
-export function sharedProbe<T> (probe: () => Promise<T>, maxAgeMs: number, now: () => number = () => performance.now()): () => Promise<T> {
+export function coalescedProbe<T> (probe: () => Promise<T>, maxAgeMs: number, now: () => number = () => performance.now()): () => Promise<T> {
   let latest: { answer: Promise<T>, settledAt: number | undefined } | undefined
   return () => {
     if (latest !== undefined && (latest.settledAt === undefined || now() - latest.settledAt < maxAgeMs)) return latest.answer

@@ -14,7 +14,7 @@ export interface RedisConnection {
   status: DependencyStatus
   /**
    * True for a Redis Cluster: every script, transaction and multi-key command then keeps its keys in one slot
-   * (a user's session keys under the user's hash tag, see src/auth/redis-session-store.ts).
+   * (a user's session keys under the user's hash tag, see src/auth/sessions/redis-session-store.ts).
    */
   cluster: boolean
   /** With REDIS_WAIT_REPLICAS: the writes that wait for that many replicas before they are answered. */

@@ -1,15 +1,15 @@
 import type { FastifyInstance } from 'fastify'
 import type { Config } from './config.js'
-import type { TokenKeys } from './auth/token-keys.js'
+import type { TokenKeys } from './auth/tokens/token-keys.js'
 import type { DependencyStatus } from './dependency-status.js'
 import type { Database } from './db/database.js'
 import type { RedisConnection } from './redis-connection.js'
 import type { ServiceMetrics } from './metrics/service-metrics.js'
-import type { Accounts } from './auth/users.js'
+import type { Accounts } from './auth/login/users.js'
 import type { CatsStore } from './cats/cats-store.js'
-import type { LoginProtection } from './auth/login-protection.js'
-import type { Sessions } from './auth/sessions.js'
-import type { TokenGuard } from './auth/token-guard.js'
+import type { LoginProtection } from './auth/login/login-protection.js'
+import type { Sessions } from './auth/sessions/sessions.js'
+import type { TokenGuard } from './auth/tokens/token-guard.js'
 
 /**
  * What the service decorates its own encapsulated scope with. Every name starts with `cats`, so that none shadows a

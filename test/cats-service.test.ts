@@ -10,7 +10,7 @@ import { adminClient, freshServerSchema, urlWithSchema } from './support/sql-sch
 import { freshKeyPrefix } from './support/redis.js'
 import { pgliteMigratedCopy } from './support/pglite-template.js'
 import type { ConfigInput } from '../src/config.js'
-import { verifyPassword } from '../src/auth/password.js'
+import { verifyPassword } from '../src/auth/login/password.js'
 
 const { TEST_DATABASE_URL, TEST_REDIS_URL } = process.env
 const users = await cheapDemoUsers()

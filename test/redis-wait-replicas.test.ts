@@ -11,7 +11,7 @@ import { cheapDemoUsers } from './support/cheap-users.js'
 import { closedPort } from './support/ports.js'
 import { clusterCli, clusterMissing, ownersOf, startRedisCluster } from './support/redis-cluster.js'
 import { TcpProxy } from './support/tcp-proxy.js'
-import type { UserRecord } from '../src/auth/users-file.js'
+import type { UserRecord } from '../src/auth/login/users-file.js'
 import calculateSlot from 'cluster-key-slot'
 import { ACKNOWLEDGED_WITHIN_MS, connectRedis, connectRedisCluster } from '../src/redis-connection.js'
 

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { once } from 'node:events'
 import { join } from 'node:path'
-import { hashPassword } from '../src/auth/password.js'
+import { hashPassword } from '../src/auth/login/password.js'
 import { CHEAP_HASH } from './support/cheap-users.js'
 import { otlpReceiver, spanTree, type ReceivedSpan } from './support/otlp-receiver.js'
 import { freshKeyPrefix } from './support/redis.js'

@@ -1,8 +1,8 @@
 import fp from 'fastify-plugin'
-import { decorateVerified, tokenGuard } from '../../src/auth/token-guard.js'
-import { keyedVerify } from '../../src/auth/token-keys.js'
-import { verifyOptions } from '../../src/auth/jwt-options.js'
-import { userStillExists } from '../../src/auth/token-claims.js'
+import { decorateVerified, tokenGuard } from '../../src/auth/tokens/token-guard.js'
+import { keyedVerify } from '../../src/auth/tokens/token-keys.js'
+import { verifyOptions } from '../../src/auth/tokens/jwt-options.js'
+import { userStillExists } from '../../src/auth/tokens/token-claims.js'
 import type { AppOptions } from '../../src/app-options.js'
 import { decorateService, serviceDecorator } from '../../src/service-scope.js'
 

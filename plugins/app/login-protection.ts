@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin'
-import { loginProtectionFor } from '../../src/auth/login-protection.js'
+import { loginProtectionFor } from '../../src/auth/login/login-protection.js'
 import { decorateService, serviceDecorator } from '../../src/service-scope.js'
 
 export default fp(async (fastify) => {

@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
-import { openSessions } from '../../src/auth/open-sessions.js'
-import { accessTokenSigner } from '../../src/auth/jwt-options.js'
+import { openSessions } from '../../src/auth/sessions/open-sessions.js'
+import { accessTokenSigner } from '../../src/auth/tokens/jwt-options.js'
 import { decorateService, serviceDecorator } from '../../src/service-scope.js'
 
 /** Login sessions, refresh tokens and logout, over the stores of the settings. */

@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin'
-import { openUsers } from '../../src/auth/open-users.js'
+import { openUsers } from '../../src/auth/login/open-users.js'
 import type { AppOptions } from '../../src/app-options.js'
 import { decorateService, serviceDecorator } from '../../src/service-scope.js'
 

@@ -4,7 +4,7 @@ import { BEARER_SECURITY } from '../../src/http/schemas.js'
 import { badRequest, sessionsUnavailable, unauthorized } from '../../src/http/error-response-schemas.js'
 import { LogoutQuery } from '../../src/auth/schemas.js'
 import { serviceDecorator } from '../../src/service-scope.js'
-import { verifiedOf } from '../../src/auth/token-guard.js'
+import { verifiedOf } from '../../src/auth/tokens/token-guard.js'
 import { InvalidToken } from '../../src/errors.js'
 
 const logout: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -36,7 +36,7 @@ const logout: FastifyPluginAsyncTypebox = async (fastify) => {
       reply.header('www-authenticate', 'Bearer error="invalid_token"')
       throw new InvalidToken()
     }
-    await sessions.end(claims, request.query.scope)
+    await sessions.endSessions(claims, request.query.scope)
     return reply.code(204).send(null)
   })
 }

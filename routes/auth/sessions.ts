@@ -5,7 +5,7 @@ import { BEARER_SECURITY } from '../../src/http/schemas.js'
 import { badRequest, sessionNotFound, sessionsUnavailable, unauthorized } from '../../src/http/error-response-schemas.js'
 import { SessionNotFound } from '../../src/errors.js'
 import { serviceDecorator } from '../../src/service-scope.js'
-import { verifiedOf } from '../../src/auth/token-guard.js'
+import { verifiedOf } from '../../src/auth/tokens/token-guard.js'
 
 const sessionRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   const sessions = serviceDecorator(fastify, 'catsSessions')
@@ -46,7 +46,7 @@ const sessionRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       }
     }
   }, async (request, reply) => {
-    if (!await sessions.endOne(verifiedOf(request).claims, request.params.id)) throw new SessionNotFound()
+    if (!await sessions.endSession(verifiedOf(request).claims, request.params.id)) throw new SessionNotFound()
     return reply.code(204).send(null)
   })
 }

@@ -24,7 +24,7 @@ import { mapMaybePromise, type MaybePromise } from '../../src/maybe-promise.js'
 import type { FieldError } from '../../src/http/validation-issues.js'
 import { serviceDecorator } from '../../src/service-scope.js'
 import { userKey } from '../../src/auth/user-key.js'
-import { verifiedOf } from '../../src/auth/token-guard.js'
+import { verifiedOf } from '../../src/auth/tokens/token-guard.js'
 
 const cats: FastifyPluginAsyncTypebox = async (fastify) => {
   const { CATS_AUTH, CATS_IF_MATCH, WRITE_HEAP_RATIO, LIST_STREAMS_MAX, LIST_WRITE_TIMEOUT_MS } = serviceDecorator(fastify, 'catsConfig')

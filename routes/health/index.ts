@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { NO_SECURITY } from '../../src/http/schemas.js'
-import { READINESS_CACHE_MS, sharedProbe } from '../../src/readiness.js'
+import { READINESS_CACHE_MS, coalescedProbe } from '../../src/readiness.js'
 import { serviceDecorator } from '../../src/service-scope.js'
 
 const Liveness = Type.Object({ status: Type.Literal('ok') }, { description: 'The process is up' })
@@ -21,7 +21,7 @@ const health: FastifyPluginAsyncTypebox = async (fastify) => {
   // The names of the dependencies that did not answer their probe (each has its own short timeout, so
   // readiness answers even when one is silent). Shared and reused for a second: readiness is public, and
   // a probe per request would let anyone send the database and Redis a query per request they send.
-  const unavailableDependencies = sharedProbe(async () => {
+  const unavailableDependencies = coalescedProbe(async () => {
     const checks = await Promise.all([...dependencies.values()].map(async (dependency) => ({ dependency, ok: await dependency.check() })))
     return checks.filter((check) => !check.ok).map((check) => check.dependency.name)
   }, READINESS_CACHE_MS)

@@ -3,7 +3,7 @@ import { Identity } from '../../src/auth/schemas.js'
 import { BEARER_SECURITY, ref } from '../../src/http/schemas.js'
 import { overloaded, unauthorized } from '../../src/http/error-response-schemas.js'
 import { serviceDecorator } from '../../src/service-scope.js'
-import { verifiedOf } from '../../src/auth/token-guard.js'
+import { verifiedOf } from '../../src/auth/tokens/token-guard.js'
 
 const profile: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('', {

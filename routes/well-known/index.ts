@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { NO_SECURITY } from '../../src/http/schemas.js'
-import { PublicKey } from '../../src/auth/token-keys.js'
+import { PublicKey } from '../../src/auth/tokens/token-keys.js'
 import { serviceDecorator } from '../../src/service-scope.js'
 
 const KeySet = Type.Object({ keys: Type.Array(PublicKey) }, {

@@ -9,7 +9,7 @@ import { patchWithinLimit } from './merge-patch.js'
 import { batchedStatements } from '../db/batched-statements.js'
 import { CatTooLarge, CollectionFull, IdempotencyKeyInUse, IdempotencyKeyReused, PreconditionFailed, StoreUnavailable } from '../errors.js'
 import type { NamedStatement, SqlClient, SqlExecutor, SqlTransaction } from '../db/sql-client.js'
-import { reported, type Availability } from '../dependency-status.js'
+import { callDependency, type Availability } from '../dependency-status.js'
 import { schemaPrefix } from '../db/own-schema.js'
 
 interface DataRow extends Record<string, unknown> {
@@ -231,21 +231,21 @@ export class SqlCatsStore implements CatsStore {
   }
 
   async count (): Promise<number> {
-    return this.#reported(async () => {
+    return this.#callDatabase(async () => {
       const [row] = await this.#client.query<{ count: string }>(this.#sql.COUNT)
       return Number(row.count)
     })
   }
 
   async listVersion (): Promise<string> {
-    return this.#reported(async () => {
+    return this.#callDatabase(async () => {
       const [row] = await this.#client.query<{ changes: string }>(this.#sql.LIST_VERSION)
       return row.changes
     })
   }
 
   async page (after: number, limit: number, maxBytes?: number, through?: number): Promise<CatsPage> {
-    return this.#reported(async () => {
+    return this.#callDatabase(async () => {
       // data::text is the JSON exactly as written, so no parse and re-serialize; seq > $1 walks the primary key.
       const [row] = await this.#client.query<PageRow>(this.#sql.PAGE, [after, limit, maxBytes ?? null, through ?? null])
       return { items: row.items, cats: row.cats, last: Number(row.last), more: row.more }
@@ -253,19 +253,19 @@ export class SqlCatsStore implements CatsStore {
   }
 
   async pageEnd (after: number, limit: number): Promise<PageEnd> {
-    return this.#reported(async () => {
+    return this.#callDatabase(async () => {
       const [row] = await this.#client.query<{ last: string, more: boolean }>(this.#sql.PAGE_END, [after, limit])
       return { last: Number(row.last), more: row.more }
     })
   }
 
   async find (id: number): Promise<VersionedCat | undefined> {
-    return this.#reported(() => this.#reads.load(id))
+    return this.#callDatabase(() => this.#reads.load(id))
   }
 
   /** The new cat as the batched create of its turn inserted it. */
   async createJson (fields: CreateCatBody): Promise<string> {
-    return (await this.#reported(() => this.#creates.load(fields))).json
+    return (await this.#callDatabase(() => this.#creates.load(fields))).json
   }
 
   async createOnce (fields: CreateCatBody, request: IdempotentRequest): Promise<IdempotentCreateResult> {
@@ -273,7 +273,7 @@ export class SqlCatsStore implements CatsStore {
     const now = this.#now()
     const expiredAt = now - IDEMPOTENCY_KEY_TTL_MS
     const { maxKeys, maxBytes, clientMaxKeys, clientMaxBytes } = this.#limits.idempotencyKeys
-    return this.#reported(() => this.#client.transaction(async (tx) => {
+    return this.#callDatabase(() => this.#client.transaction(async (tx) => {
       const [{ locked }] = await tx.query<{ locked: boolean }>(LOCK_KEY, [scope, key])
       if (!locked) throw new IdempotencyKeyInUse()
       const [kept] = await tx.query<KeyRow>(this.#sql.FIND_KEY, [scope, key, expiredAt])
@@ -315,7 +315,7 @@ export class SqlCatsStore implements CatsStore {
     const values = entries.map(([, value]) => JSON.stringify(value))
     const maxBytes = bound(this.#limits.maxCatBytes)
     const outcome = condition === undefined
-      ? await this.#reported(() => this.#merges.load({ id, keys, values }))
+      ? await this.#callDatabase(() => this.#merges.load({ id, keys, values }))
       : await this.#conditional(id, condition, async (tx) => {
         const [row] = await tx.query<{ json: string | null, version: string | null }>(
           this.#sql.MERGE_ONE, [id, keys, values, maxBytes])
@@ -336,7 +336,7 @@ export class SqlCatsStore implements CatsStore {
 
   async remove (id: number, condition?: VersionCondition): Promise<void> {
     if (condition === undefined) {
-      await this.#reported(() => this.#client.query(this.#sql.REMOVE, [id]))
+      await this.#callDatabase(() => this.#client.query(this.#sql.REMOVE, [id]))
       return
     }
     await this.#conditional(id, condition, async (tx, locked) => {
@@ -351,15 +351,15 @@ export class SqlCatsStore implements CatsStore {
    */
   async #conditional<T> (id: number, condition: VersionCondition | undefined,
     write: (tx: SqlTransaction, locked: LockedRow) => Promise<T>): Promise<T | undefined> {
-    return this.#reported(() => this.#client.transaction(async (tx) => {
+    return this.#callDatabase(() => this.#client.transaction(async (tx) => {
       const [locked] = await tx.query<LockedRow>(this.#sql.LOCK_EARLIEST, [id])
       if (condition !== undefined && !meetsCondition(condition, locked?.version)) throw new PreconditionFailed()
       return locked === undefined ? undefined : await write(tx, locked)
     }))
   }
 
-  /** Runs a statement; a database failure becomes StoreUnavailable (see `reported`). */
-  async #reported<T> (work: () => Promise<T>): Promise<T> {
-    return reported(this.#availability, unavailable, work)
+  /** Runs a statement; a database failure becomes StoreUnavailable (see `callDependency`). */
+  async #callDatabase<T> (work: () => Promise<T>): Promise<T> {
+    return callDependency(this.#availability, unavailable, work)
   }
 }

@@ -1,5 +1,5 @@
 import { text } from 'node:stream/consumers'
-import { hashPassword } from '../auth/password.js'
+import { hashPassword } from '../auth/login/password.js'
 
 // Reads the password from standard input (never argv, which other users can see in ps).
 const password = (await text(process.stdin)).replace(/\r?\n$/, '')

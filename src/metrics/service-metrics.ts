@@ -1,8 +1,8 @@
 import type { onResponseHookHandler } from 'fastify'
 import { Counter, Gauge, Histogram } from 'prom-client'
 import type { MetricsRegistry } from '../app-options.js'
-import type { HashQueueEvents } from '../auth/hash-queue.js'
-import type { SessionEvents } from '../auth/sessions.js'
+import type { HashQueueEvents } from '../auth/login/hash-queue.js'
+import type { SessionEvents } from '../auth/sessions/sessions.js'
 import { CatTooLarge, CollectionFull, LoginLimiterUnavailable, StoreUnavailable } from '../errors.js'
 
 /** How a login attempt ended, by the status it was answered with. */

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { setImmediate as tick } from 'node:timers/promises'
-import { HashQueue } from '../../src/auth/hash-queue.js'
+import { HashQueue } from '../../src/auth/login/hash-queue.js'
 
 class QueueFullError extends Error {
   override readonly name = 'QueueFullError'

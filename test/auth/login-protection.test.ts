@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import Fastify from 'fastify'
-import { MemoryLoginAttempts, type LoginAttempt, type LoginPolicy, type Outcome } from '../../src/auth/login-lockout.js'
-import { LoginProtection } from '../../src/auth/login-protection.js'
+import { MemoryLoginAttempts, type LoginAttempt, type LoginPolicy, type Outcome } from '../../src/auth/login/login-lockout.js'
+import { LoginProtection } from '../../src/auth/login/login-protection.js'
 import { DependencyStatus } from '../../src/dependency-status.js'
 
 // How the protection drives its store around a password check: it waits for a

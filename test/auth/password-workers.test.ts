@@ -1,8 +1,8 @@
 import t from 'tap'
 import { readdirSync, readFileSync } from 'node:fs'
 import { scryptSync } from 'node:crypto'
-import { hashPassword, verifyPassword, type ScryptParams } from '../../src/auth/password.js'
-import { PasswordWorkers } from '../../src/auth/password-workers.js'
+import { hashPassword, verifyPassword, type ScryptParams } from '../../src/auth/login/password.js'
+import { PasswordWorkers } from '../../src/auth/login/password-workers.js'
 
 const FAST: ScryptParams = { ln: 10, r: 8, p: 1 }
 const hash = await hashPassword('right', FAST)

@@ -1,6 +1,6 @@
 import t from 'tap'
 import * as crypto from 'node:crypto'
-import { DEFAULT_SCRYPT_PARAMS, hashPassword, parseHash, verifyPassword, type ScryptParams } from '../../src/auth/password.js'
+import { DEFAULT_SCRYPT_PARAMS, hashPassword, parseHash, verifyPassword, type ScryptParams } from '../../src/auth/login/password.js'
 
 /** Cheap parameters: a hash in a few milliseconds. */
 const FAST: ScryptParams = { ln: 10, r: 8, p: 1 }
@@ -183,7 +183,7 @@ t.test('a failure inside scrypt rejects hashPassword and verifyPassword instead 
     callback: (error: Error | null, key: Buffer) => void): void => {
     setImmediate(() => { callback(failure, Buffer.alloc(0)) })
   }
-  const password = await t.mockImport<typeof import('../../src/auth/password.js')>('../../src/auth/password.js', {
+  const password = await t.mockImport<typeof import('../../src/auth/login/password.js')>('../../src/auth/login/password.js', {
     'node:crypto': { ...crypto, scrypt: failingScrypt }
   })
   const good = await hashPassword('pw', FAST)

@@ -5,11 +5,13 @@ import { Redis } from 'ioredis'
 import { pgliteClient, postgresClient, type SqlClient } from '../../src/db/sql-client.js'
 import { migrate } from '../../src/db/migrations.js'
 import { DependencyStatus } from '../../src/dependency-status.js'
-import { MemoryDenylist, type Denylist } from '../../src/auth/denylist.js'
-import { DEFAULT_ENDED_KEEP_MS, MemorySessionStore, type SessionStore } from '../../src/auth/session-store.js'
-import { RedisDenylist } from '../../src/auth/redis-denylist.js'
-import { RedisSessionStore } from '../../src/auth/redis-session-store.js'
-import { SqlDenylist, SqlSessionStore } from '../../src/auth/sql-session-stores.js'
+import { MemoryDenylist, type Denylist } from '../../src/auth/sessions/denylist.js'
+import { MemorySessionStore } from '../../src/auth/sessions/memory-session-store.js'
+import { DEFAULT_ENDED_KEEP_MS, type SessionStore } from '../../src/auth/sessions/session-store.js'
+import { RedisDenylist } from '../../src/auth/sessions/redis-denylist.js'
+import { RedisSessionStore } from '../../src/auth/sessions/redis-session-store.js'
+import { SqlDenylist } from '../../src/auth/sessions/sql-denylist.js'
+import { SqlSessionStore } from '../../src/auth/sessions/sql-session-store.js'
 import { testRedis } from '../support/redis.js'
 import { SessionStoreUnavailable } from '../../src/errors.js'
 import { closedPort } from '../support/ports.js'
@@ -112,8 +114,8 @@ function sessionContract (t: Test, open: Open<SessionStore>, openCounted: OpenCo
     await store.start(mine, CAP)
     await store.start(other, CAP)
     await rotate(store, mine.id, 0)
-    await store.end(mine.id)
-    await store.end(mine.id)
+    await store.endSession(mine.id)
+    await store.endSession(mine.id)
     t.strictSame(await rotate(store, mine.id, 1), { outcome: 'ended' })
     t.strictSame(await rotate(store, mine.id, 0), { outcome: 'ended' })
     t.match(await rotate(store, other.id, 0), { outcome: 'rotated' })
@@ -147,7 +149,7 @@ function sessionContract (t: Test, open: Open<SessionStore>, openCounted: OpenCo
     await store.start(newer, 1)
     t.strictSame(await store.start(late, 1, [newer.id]), { started: true, ended: [newer.id] }, 'the other session ends, not the one that started')
     t.match(await rotate(store, late.id, 0), { outcome: 'rotated' })
-    await store.end(late.id)
+    await store.endSession(late.id)
     t.strictSame(await rotate(store, late.id, 1), { outcome: 'ended' })
     const afterAccessTokens = Date.now() + DEFAULT_ENDED_KEEP_MS + 1000
     t.strictSame(await rotate(store, late.id, 1, afterAccessTokens), { outcome: 'refused' }, 'no longer kept')
@@ -219,13 +221,13 @@ function sessionContract (t: Test, open: Open<SessionStore>, openCounted: OpenCo
     for (const record of [first, second, third, short, stranger]) await store.start(record, CAP)
     t.strictSame(await store.list(userId, now), [first, second, third, short], 'the whole records, oldest first')
     t.strictSame((await store.list(userId, now + 1000)).map((record) => record.id), [first.id, second.id, third.id], 'an expired one is not live')
-    t.strictSame(await store.endEach(userId, [stranger.id, randomUUID()], now), [], 'another user\'s session, an unknown id')
-    t.strictSame(await store.endEach(userId, [], now), [], 'none')
-    t.strictSame(await store.endEach(`u-${randomUUID()}`, [first.id], now), [], 'a user without sessions')
-    t.strictSame(await store.endEach(userId, [second.id], now), [second.id])
-    t.strictSame(await store.endEach(userId, [second.id], now), [], 'ended already')
+    t.strictSame(await store.endSessions(userId, [stranger.id, randomUUID()], now), [], 'another user\'s session, an unknown id')
+    t.strictSame(await store.endSessions(userId, [], now), [], 'none')
+    t.strictSame(await store.endSessions(`u-${randomUUID()}`, [first.id], now), [], 'a user without sessions')
+    t.strictSame(await store.endSessions(userId, [second.id], now), [second.id])
+    t.strictSame(await store.endSessions(userId, [second.id], now), [], 'ended already')
     t.strictSame(await rotate(store, second.id, 0), { outcome: 'ended' })
-    t.strictSame((await store.endEach(userId, [third.id, short.id, second.id], now)).sort(), [third.id, short.id].sort(), 'the live ones named')
+    t.strictSame((await store.endSessions(userId, [third.id, short.id, second.id], now)).sort(), [third.id, short.id].sort(), 'the live ones named')
     t.strictSame((await store.list(userId, now)).map((record) => record.id), [first.id])
     t.strictSame(await rotate(store, third.id, 0), { outcome: 'ended' })
     t.match(await rotate(store, first.id, 0), { outcome: 'rotated' }, 'the one not named goes on')
@@ -377,7 +379,7 @@ t.test('PGlite in process', async (t) => {
       () => new SqlDenylist(client, status).revoke('a', Date.now() + 1000),
       () => new SqlSessionStore(client, status).start(session(), CAP),
       () => new SqlSessionStore(client, status).rotate('s', 0, Date.now(), Date.now(), NO_LIMIT),
-      () => new SqlSessionStore(client, status).end('s'),
+      () => new SqlSessionStore(client, status).endSession('s'),
       () => new SqlSessionStore(client, status).legacySession(Buffer.alloc(32))
     ]
     for (const operation of operations) await t.rejects(operation(), SessionStoreUnavailable)
@@ -441,7 +443,7 @@ if (TEST_REDIS_URL === undefined || TEST_REDIS_URL === '') {
       t.ok(later > 79_000 && later <= 80_000, `after a rotation, TTL ${later} ms`)
       const userSet = await redis.pttl(`${prefix}user-sessions:1`)
       t.ok(userSet > 79_000 && userSet <= 80_000, `the user's set lives as long as their latest session: ${userSet} ms`)
-      await store.end(mine.id)
+      await store.endSession(mine.id)
       t.ok(await redis.pttl(`${prefix}session:${mine.id}`) <= 80_000, 'an ended session is not kept longer')
     })
   })
@@ -459,9 +461,9 @@ function toldUsers (store: SessionStore): SessionStore {
       return await store.start(record, maxPerUser, denied)
     },
     rotate: async (id, presented, nowMs, nextExpiresMs, limit) => await store.rotate(id, presented, nowMs, nextExpiresMs, limit, users.get(id) ?? '"nobody"'),
-    end: async (id) => { await store.end(id, users.get(id) ?? '"nobody"') },
+    endSession: async (id) => { await store.endSession(id, users.get(id) ?? '"nobody"') },
     list: async (userId, nowMs) => await store.list(userId, nowMs),
-    endEach: async (userId, ids, nowMs) => await store.endEach(userId, ids, nowMs),
+    endSessions: async (userId, ids, nowMs) => await store.endSessions(userId, ids, nowMs),
     close: async () => { await store.close() }
   }
 }
@@ -499,8 +501,8 @@ if (noCluster !== undefined) {
       const now = Date.now()
       t.strictSame(await store.rotate(one.id, 0, now, now + 60_000, NO_LIMIT), { outcome: 'refused' }, 'no user: refused, nothing asked')
       t.match(await store.rotate(one.id, 0, now, now + 60_000, NO_LIMIT, '"ann"'), { outcome: 'rotated' })
-      await t.rejects(store.end(one.id), /ended with its user's key/)
-      await store.end(one.id, '"ann"')
+      await t.rejects(store.endSession(one.id), /ended with its user's key/)
+      await store.endSession(one.id, '"ann"')
       t.strictSame((await store.list('ann', Date.now())).map((record) => record.id), [two.id])
     })
 
@@ -531,6 +533,6 @@ t.test('a Redis that cannot be reached gives SessionStoreUnavailable', async (t)
   const sessions = new RedisSessionStore(redis, 'cats-test:', new DependencyStatus('redis', silentLog, async () => {}))
   await t.rejects(sessions.start(session(), CAP), SessionStoreUnavailable)
   await t.rejects(sessions.rotate('s', 0, Date.now(), Date.now(), NO_LIMIT), SessionStoreUnavailable)
-  await t.rejects(sessions.end('s'), SessionStoreUnavailable)
+  await t.rejects(sessions.endSession('s'), SessionStoreUnavailable)
   await sessions.close()
 })

@@ -1,9 +1,9 @@
 import t from 'tap'
 import { randomUUID } from 'node:crypto'
-import { MemoryDenylist } from '../../src/auth/denylist.js'
-import { refreshTokenKey } from '../../src/auth/refresh-token.js'
-import { MemorySessionStore } from '../../src/auth/session-store.js'
-import { Sessions } from '../../src/auth/sessions.js'
+import { MemoryDenylist } from '../../src/auth/sessions/denylist.js'
+import { refreshTokenKey } from '../../src/auth/sessions/refresh-token.js'
+import { MemorySessionStore } from '../../src/auth/sessions/memory-session-store.js'
+import { Sessions } from '../../src/auth/sessions/sessions.js'
 import type { TokenClaims, UserId, VerifiedClaims } from '../../src/auth/schemas.js'
 
 /** A denylist whose next write fails, as Redis does when it is away while the database is not. */
@@ -56,14 +56,14 @@ class FlakyStore extends MemorySessionStore {
   failEnds = false
   /** An ending by another request, between the list and this one's ending. */
   endedMeanwhile = false
-  override async end (id: string): Promise<void> {
+  override async endSession (id: string): Promise<void> {
     if (this.failEnds) throw new Error('the session store is away')
-    await super.end(id)
+    await super.endSession(id)
   }
 
-  override async endEach (userId: UserId, ids: readonly string[], nowMs: number): Promise<string[]> {
+  override async endSessions (userId: UserId, ids: readonly string[], nowMs: number): Promise<string[]> {
     if (this.failEnds) throw new Error('the session store is away')
-    const ended = await super.endEach(userId, ids, nowMs)
+    const ended = await super.endSessions(userId, ids, nowMs)
     return this.endedMeanwhile ? [] : ended
   }
 }
@@ -100,24 +100,24 @@ t.test('every path that ends sessions heals on retry when a denial or an ending 
   // others: the denial fails, so nothing ends; the retry denies and ends.
   let [other, mine] = [await device(), await device()]
   denylist.failNext = true
-  await t.rejects(sessions.end(mine.claims, 'others'), /away/)
+  await t.rejects(sessions.endSessions(mine.claims, 'others'), /away/)
   t.equal(await denied(other.claims), false)
-  await sessions.end(mine.claims, 'others')
+  await sessions.endSessions(mine.claims, 'others')
   t.equal(await denied(other.claims), true, 'others: denied by the retry')
   t.strictSame((await sessions.list(mine.claims)).map((view) => view.id), [mine.claims.sid])
 
   // DELETE: the same.
   other = await device()
   denylist.failNext = true
-  await t.rejects(sessions.endOne(mine.claims, other.claims.sid), /away/)
-  t.equal(await sessions.endOne(mine.claims, other.claims.sid), true, 'the retry ends it')
+  await t.rejects(sessions.endSession(mine.claims, other.claims.sid), /away/)
+  t.equal(await sessions.endSession(mine.claims, other.claims.sid), true, 'the retry ends it')
   t.equal(await denied(other.claims), true)
-  t.equal(await sessions.endOne(mine.claims, other.claims.sid), false, 'then it is not a live session')
+  t.equal(await sessions.endSession(mine.claims, other.claims.sid), false, 'then it is not a live session')
 
   // DELETE of a session another request ends meanwhile: still ended and denied, counted once (by the other).
   other = await device()
   store.endedMeanwhile = true
-  t.equal(await sessions.endOne(mine.claims, other.claims.sid), true)
+  t.equal(await sessions.endSession(mine.claims, other.claims.sid), true)
   store.endedMeanwhile = false
   t.equal(await denied(other.claims), true)
 
@@ -132,7 +132,7 @@ t.test('every path that ends sessions heals on retry when a denial or an ending 
 
   // An ending that fails after its denial: the token is refused, and the session's next refresh ends it.
   store.failEnds = true
-  await t.rejects(sessions.end(third.claims, 'others'), /away/)
+  await t.rejects(sessions.endSessions(third.claims, 'others'), /away/)
   store.failEnds = false
   t.equal(await denied(other.claims), true)
   t.equal(await sessions.refresh(other.refreshToken), undefined, 'its next refresh is refused')
@@ -141,19 +141,19 @@ t.test('every path that ends sessions heals on retry when a denial or an ending 
   // global: the others' denial fails; the retry ends them and the caller's.
   other = await device()
   denylist.failNext = true
-  await t.rejects(sessions.end(third.claims, 'global'), /away/)
+  await t.rejects(sessions.endSessions(third.claims, 'global'), /away/)
   t.equal(await denied(third.claims), false, 'the caller is not logged out yet')
-  await sessions.end(third.claims, 'global')
+  await sessions.endSessions(third.claims, 'global')
   t.equal(await denied(other.claims), true)
   t.equal(await denied(third.claims), true)
 
   // local: the same, and an ending that fails leaves the token refused.
   mine = await device()
   denylist.failNext = true
-  await t.rejects(sessions.end(mine.claims), /away/)
+  await t.rejects(sessions.endSessions(mine.claims), /away/)
   t.equal(await denied(mine.claims), false)
   store.failEnds = true
-  await t.rejects(sessions.end(mine.claims), /away/)
+  await t.rejects(sessions.endSessions(mine.claims), /away/)
   store.failEnds = false
   t.equal(await denied(mine.claims), true, 'denied before its ending failed')
   t.equal(await sessions.refresh(mine.refreshToken), undefined)

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import type { Admission, LoginAttempt } from '../../src/auth/login-lockout.js'
-import { SlotWaiters, type Answer, type SlotWaitersOptions } from '../../src/auth/slot-waiters.js'
+import type { Admission, LoginAttempt } from '../../src/auth/login/login-lockout.js'
+import { SlotWaiters, type WaitOutcome, type SlotWaitersOptions } from '../../src/auth/login/slot-waiters.js'
 
 // Attempts of one key ask the store one at a time and wait in this process for a slot: woken when one of theirs
 // ends here, asking again every pollMs for slots freed elsewhere, bounded in number and in time.
@@ -105,7 +105,7 @@ t.test('a refusal (a lock) is its attempt\'s answer, and the next one asks at on
   await waiters.admit('k', attempt('holder'))
   const answers = [waiters.admit('k', attempt('a')), waiters.admit('k', attempt('b'))]
   await sleep(20)
-  const locked: Answer = { admitted: false, reason: 'locked', retryAfterMs: 60_000 }
+  const locked: WaitOutcome = { admitted: false, reason: 'locked', retryAfterMs: 60_000 }
   store.answer = async () => locked
   waiters.freed('k')
   t.strictSame(await Promise.all(answers), [locked, locked])

@@ -4,8 +4,8 @@ import t from 'tap'
 import { calculateJwkThumbprint, exportJWK, SignJWT } from 'jose'
 import { createSigner } from 'fast-jwt'
 import { loadConfig, type ConfigInput } from '../../src/config.js'
-import { keyedVerify, thumbprint, tokenKeys } from '../../src/auth/token-keys.js'
-import { verifyOptions } from '../../src/auth/jwt-options.js'
+import { keyedVerify, thumbprint, tokenKeys } from '../../src/auth/tokens/token-keys.js'
+import { verifyOptions } from '../../src/auth/tokens/jwt-options.js'
 
 const SECRET = 'a-test-secret-that-is-32-chars-!'
 const pem = (key: KeyObject, type: 'pkcs8' | 'spki'): string => key.export({ format: 'pem', type }).toString()

@@ -2,10 +2,10 @@ import t, { type Test } from 'tap'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { HashQueue } from '../../src/auth/hash-queue.js'
-import { deriveOnThreadPool, hashPassword, type ScryptParams } from '../../src/auth/password.js'
-import { loadUsersFile, type UserRecord } from '../../src/auth/users-file.js'
-import { UserStore } from '../../src/auth/users.js'
+import { HashQueue } from '../../src/auth/login/hash-queue.js'
+import { deriveOnThreadPool, hashPassword, type ScryptParams } from '../../src/auth/login/password.js'
+import { loadUsersFile, type UserRecord } from '../../src/auth/login/users-file.js'
+import { UserStore } from '../../src/auth/login/users.js'
 
 const FAST: ScryptParams = { ln: 10, r: 8, p: 1 }
 const aliceHash = await hashPassword('alice-password', FAST)

@@ -1,10 +1,10 @@
 import t from 'tap'
-import { HashQueue } from '../../src/auth/hash-queue.js'
-import { DEMO_USERS } from '../../src/auth/demo-users.js'
-import { DEFAULT_SCRYPT_PARAMS, deriveOnThreadPool, hashPassword, parseHash, verifyPassword, type ScryptParams } from '../../src/auth/password.js'
-import { PasswordWorkers } from '../../src/auth/password-workers.js'
-import { UserStore } from '../../src/auth/users.js'
-import type { UserRecord } from '../../src/auth/users-file.js'
+import { HashQueue } from '../../src/auth/login/hash-queue.js'
+import { DEMO_USERS } from '../../src/auth/login/demo-users.js'
+import { DEFAULT_SCRYPT_PARAMS, deriveOnThreadPool, hashPassword, parseHash, verifyPassword, type ScryptParams } from '../../src/auth/login/password.js'
+import { PasswordWorkers } from '../../src/auth/login/password-workers.js'
+import { UserStore } from '../../src/auth/login/users.js'
+import type { UserRecord } from '../../src/auth/login/users-file.js'
 
 const FAST: ScryptParams = { ln: 10, r: 8, p: 1 }
 
@@ -78,8 +78,8 @@ t.test('verifyCredentials: an unknown username returns undefined, after a hash t
 
 t.test('an unknown username is verified against a valid dummy hash as costly as a real one', async (t) => {
   const checked: string[] = []
-  const users = await t.mockImport<typeof import('../../src/auth/users.js')>('../../src/auth/users.js', {
-    '../../src/auth/password.js': {
+  const users = await t.mockImport<typeof import('../../src/auth/login/users.js')>('../../src/auth/login/users.js', {
+    '../../src/auth/login/password.js': {
       parseHash,
       verifyPassword: async (password: string, encoded: string): Promise<boolean> => {
         checked.push(encoded)

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { verifyPassword } from '../../src/auth/password.js'
+import { verifyPassword } from '../../src/auth/login/password.js'
 import { runCli } from '../support/cli.js'
 
 t.test('hash-password reads standard input and prints a hash that verifies', async (t) => {

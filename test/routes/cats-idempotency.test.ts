@@ -1,7 +1,7 @@
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { bearer, build, tokenFor } from '../support/app.js'
-import { hashPassword } from '../../src/auth/password.js'
+import { hashPassword } from '../../src/auth/login/password.js'
 import { CHEAP_HASH } from '../support/cheap-users.js'
 
 const tom = { name: 'Tom', age: 3, breed: 'Siamese' }

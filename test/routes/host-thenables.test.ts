@@ -2,7 +2,7 @@ import t from 'tap'
 import Fastify from 'fastify'
 import serviceApp, { catsService } from '../../src/app.js'
 import { bearer, build, testConfig, tokenFor } from '../support/app.js'
-import { fromHost, mapMaybePromise } from '../../src/maybe-promise.js'
+import { hostAnswer, mapMaybePromise } from '../../src/maybe-promise.js'
 
 // A host's validateToken or isRevoked may answer with any thenable, as `await` accepts: it is a promise
 // of the answer, never the answer itself (an object would pass for an identity, or for "revoked").
@@ -29,22 +29,22 @@ class Thenable<T> implements PromiseLike<T> {
 
 const resolving = <T>(value: T): Thenable<T> => new Thenable({ value })
 
-t.test('fromHost: a plain answer stays as it is, a native promise too, any other thenable becomes a promise of its value', async (t) => {
-  t.equal(fromHost(true), true)
-  t.equal(fromHost(undefined), undefined)
+t.test('hostAnswer: a plain answer stays as it is, a native promise too, any other thenable becomes a promise of its value', async (t) => {
+  t.equal(hostAnswer(true), true)
+  t.equal(hostAnswer(undefined), undefined)
   const identity = { userId: 1, username: 'john' }
-  t.equal(fromHost(identity), identity, 'an object without then')
-  t.equal(fromHost(null), null)
+  t.equal(hostAnswer(identity), identity, 'an object without then')
+  t.equal(hostAnswer(null), null)
   const native = Promise.resolve(false)
-  t.equal(fromHost(native), native)
-  const thenable = fromHost(resolving(false))
+  t.equal(hostAnswer(native), native)
+  const thenable = hostAnswer(resolving(false))
   t.ok(thenable instanceof Promise)
   t.equal(await thenable, false)
   const callable = Object.assign(() => 1, { then: (resolve: (value: number) => void) => { resolve(7) } })
-  t.equal(await fromHost<unknown>(callable), 7, 'a function with then is a thenable too')
+  t.equal(await hostAnswer<unknown>(callable), 7, 'a function with then is a thenable too')
   const notThenable = { then: 'not a function' }
-  t.equal(fromHost<unknown>(notThenable), notThenable, 'an object whose then is no function is a plain answer')
-  t.equal(await mapMaybePromise(fromHost(resolving(2)), (value) => value * 3), 6)
+  t.equal(hostAnswer<unknown>(notThenable), notThenable, 'an object whose then is no function is a plain answer')
+  t.equal(await mapMaybePromise(hostAnswer(resolving(2)), (value) => value * 3), 6)
 })
 
 t.test('a host isRevoked answering with a thenable: resolving true refuses the token, false lets it through', async (t) => {

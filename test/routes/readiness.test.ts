@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t, { type Test } from 'tap'
 import type { FastifyInstance } from 'fastify'
-import { READINESS_CACHE_MS, sharedProbe } from '../../src/readiness.js'
+import { READINESS_CACHE_MS, coalescedProbe } from '../../src/readiness.js'
 import { build } from '../support/app.js'
 import { TcpProxy } from '../support/tcp-proxy.js'
 import { adminClient, freshServerSchema, urlWithSchema } from '../support/sql-schemas.js'
@@ -29,10 +29,10 @@ function controlledProbe (): { probe: () => Promise<string>, calls: () => number
   }
 }
 
-t.test('sharedProbe: callers share the probe in flight, then its answer for maxAgeMs, then a new probe starts', async (t) => {
+t.test('coalescedProbe: callers share the probe in flight, then its answer for maxAgeMs, then a new probe starts', async (t) => {
   let clock = 0
   const { probe, calls, settle, fail } = controlledProbe()
-  const ready = sharedProbe(probe, 1000, () => clock)
+  const ready = coalescedProbe(probe, 1000, () => clock)
   const first = Array.from({ length: 100 }, async () => ready())
   t.equal(calls(), 1, '100 callers at once: one probe')
   clock += 5000
@@ -56,9 +56,9 @@ t.test('sharedProbe: callers share the probe in flight, then its answer for maxA
   t.equal(calls(), 3)
 })
 
-t.test('sharedProbe measures time with performance.now() unless told otherwise', async (t) => {
+t.test('coalescedProbe measures time with performance.now() unless told otherwise', async (t) => {
   let calls = 0
-  const ready = sharedProbe(async () => ++calls, 50)
+  const ready = coalescedProbe(async () => ++calls, 50)
   t.equal(await ready(), 1)
   t.equal(await ready(), 1)
   await sleep(80)

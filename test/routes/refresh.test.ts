@@ -1,7 +1,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
 import t from 'tap'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
-import { LegacyTokenHashes } from '../../src/auth/legacy-refresh-tokens.js'
+import { LegacyTokenHashes } from '../../src/auth/sessions/legacy-refresh-tokens.js'
 import { createApp } from '../support/app.js'
 import { cheapDemoUsers } from '../support/cheap-users.js'
 import { PgQueryCounter } from '../support/pg-queries.js'

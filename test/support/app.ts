@@ -7,7 +7,7 @@ import type { Test } from 'tap'
 import serviceApp, { type AppOptions } from '../../src/app.js'
 import type { ConfigInput } from '../../src/config.js'
 import type { ServiceDecorators } from '../../src/service-scope.js'
-import { accessTokenSigner } from '../../src/auth/jwt-options.js'
+import { accessTokenSigner } from '../../src/auth/tokens/jwt-options.js'
 import { openapiResponseChecker } from './openapi-responses.js'
 
 export const TEST_SECRET = 'test-secret-that-is-at-least-32-characters-long'

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { isDeepStrictEqual } from 'node:util'
-import type { SessionRecord, SessionStore } from '../../src/auth/session-store.js'
+import type { SessionRecord, SessionStore } from '../../src/auth/sessions/session-store.js'
 
 /**
  * Races on one session store, without HTTP: presenters of one refresh token

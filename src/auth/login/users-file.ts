@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { Type, type Static } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
-import { UserId } from './schemas.js'
+import { UserId } from '../schemas.js'
 
 export const UserRecord = Type.Object({
   id: UserId,

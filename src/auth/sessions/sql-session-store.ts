@@ -1,46 +1,13 @@
-import { schemaPrefix } from '../db/own-schema.js'
-import type { SqlClient, SqlExecutor } from '../db/sql-client.js'
-import type { DependencyStatus } from '../dependency-status.js'
-import type { Denylist } from './denylist.js'
+import { schemaPrefix } from '../../db/own-schema.js'
+import type { SqlClient, SqlExecutor } from '../../db/sql-client.js'
+import type { DependencyStatus } from '../../dependency-status.js'
 import { LegacyTokenHashes } from './legacy-refresh-tokens.js'
-import type { UserId } from './schemas.js'
+import type { UserId } from '../schemas.js'
+import { decideRotation, outcomeOf } from './rotation.js'
 import {
-  decideRotation, DEFAULT_ENDED_KEEP_MS, outcomeOf, sessionStoreCall, SKEW_MARGIN_MS, type RefreshLimit, type Rotation, type SessionRecord, type SessionStore,
-  type StartOutcome
+  DEFAULT_ENDED_KEEP_MS, sessionStoreCall, SKEW_MARGIN_MS, type RefreshLimit, type Rotation, type SessionRecord, type SessionStore, type StartOutcome
 } from './session-store.js'
-import { userKey } from './user-key.js'
-
-/**
- * The denylist in PostgreSQL (tables of migration 003): one indexed lookup per guarded request. `schema` holds the
- * table (the service passes Database.schema; without it, the connection's search_path finds it).
- */
-export class SqlDenylist implements Denylist {
-  readonly #table: string
-
-  constructor (private readonly client: SqlClient, private readonly status: DependencyStatus, schema?: string) {
-    this.#table = `${schemaPrefix(schema)}revoked_tokens`
-  }
-
-  async isRevoked (jti: string, sid: string): Promise<boolean> {
-    const rows = await sessionStoreCall(this.status, () => this.client.query(
-      `SELECT 1 FROM ${this.#table} WHERE id IN ($1, $2) AND expires_at > now() LIMIT 1`, [jti, sid]
-    ))
-    return rows.length > 0
-  }
-
-  async revoke (id: string, untilMs: number): Promise<void> {
-    // Each revocation also sweeps the expired rows, so the table holds only live entries.
-    await sessionStoreCall(this.status, () => this.client.query(
-      `WITH swept AS (DELETE FROM ${this.#table} WHERE expires_at <= now())
-       INSERT INTO ${this.#table} AS revoked (id, expires_at) VALUES ($1, to_timestamp($2::double precision / 1000))
-       ON CONFLICT (id) DO UPDATE SET expires_at = GREATEST(revoked.expires_at, EXCLUDED.expires_at)`,
-      [id, untilMs]
-    ))
-  }
-
-  // The client belongs to the cats store, which closes it.
-  async close (): Promise<void> {}
-}
+import { userKey } from '../user-key.js'
 
 interface SessionRow extends Record<string, unknown> {
   id: string
@@ -140,7 +107,7 @@ export class SqlSessionStore implements SessionStore {
     }))
   }
 
-  async end (id: string): Promise<void> {
+  async endSession (id: string): Promise<void> {
     await sessionStoreCall(this.status, () => this.#markEnded(this.client, id, Date.now()))
   }
 
@@ -152,7 +119,7 @@ export class SqlSessionStore implements SessionStore {
     return rows.map(recordOf)
   }
 
-  async endEach (userId: UserId, ids: readonly string[], nowMs: number): Promise<string[]> {
+  async endSessions (userId: UserId, ids: readonly string[], nowMs: number): Promise<string[]> {
     const ended = await sessionStoreCall(this.status, () => this.client.query<{ id: string }>(
       `UPDATE ${this.#table} SET ended = true, expires_at_ms = LEAST(expires_at_ms, $4)
        WHERE id = ANY($1::text[]) AND user_id = $2 AND NOT ended AND expires_at_ms > $3 RETURNING id`,
@@ -190,7 +157,7 @@ export class SqlSessionStore implements SessionStore {
     return row?.id
   }
 
-  // The client belongs to the cats store, which closes it.
+  // The client is the database's (plugins/app/database.ts), which closes it.
   async close (): Promise<void> {}
 }
 

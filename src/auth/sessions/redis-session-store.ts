@@ -1,11 +1,11 @@
 import type { Result, ClientContext } from 'ioredis'
-import type { AcknowledgedWrites, RedisClient } from '../redis-connection.js'
-import type { DependencyStatus } from '../dependency-status.js'
-import type { UserId } from './schemas.js'
+import type { AcknowledgedWrites, RedisClient } from '../../redis-connection.js'
+import type { DependencyStatus } from '../../dependency-status.js'
+import type { UserId } from '../schemas.js'
 import {
   DEFAULT_ENDED_KEEP_MS, SKEW_MARGIN_MS, sessionStoreCall, type RefreshLimit, type Rotation, type SessionRecord, type SessionStore, type StartOutcome
 } from './session-store.js'
-import { userKey } from './user-key.js'
+import { userKey } from '../user-key.js'
 
 // A session is one hash, which Redis deletes a margin after its last token expires; each user has a sorted set of
 // their session ids by creation, kept as long as their latest session. Each operation is one script, so rotations
@@ -202,8 +202,8 @@ function defineScripts (redis: RedisClient): void {
 }
 
 /**
- * Sessions in Redis, shared by every instance. With REDIS_WAIT_REPLICAS, the ends a client asks for (`end`,
- * `endEach`) go through the acknowledged writes and wait for the replicas; the ends a login's cap or a reused refresh
+ * Sessions in Redis, shared by every instance. With REDIS_WAIT_REPLICAS, the ends a client asks for (`endSession`,
+ * `endSessions`) go through the acknowledged writes and wait for the replicas; the ends a login's cap or a reused refresh
  * token makes are not waited for (their denials are).
  */
 export class RedisSessionStore implements SessionStore {
@@ -256,7 +256,7 @@ export class RedisSessionStore implements SessionStore {
     return { outcome, session: recordOf(id, fields) }
   }
 
-  async end (id: string, user?: string): Promise<void> {
+  async endSession (id: string, user?: string): Promise<void> {
     // Every caller of the service knows the session's user; without it a cluster's session cannot be found.
     if (this.#cluster && user === undefined) throw new Error('A session in a Redis Cluster is ended with its user\'s key')
     // The user's set forgets the id at that user's next login. Ending an ended session changes nothing, but with
@@ -271,7 +271,7 @@ export class RedisSessionStore implements SessionStore {
     return (sessions as string[][]).map(([id, ...fields]) => recordOf(id, fields))
   }
 
-  async endEach (userId: UserId, ids: readonly string[], nowMs: number): Promise<string[]> {
+  async endSessions (userId: UserId, ids: readonly string[], nowMs: number): Promise<string[]> {
     const user = userKey(userId)
     const key = this.#userSetKey(user)
     const ended = await this.#write(key, (client) => client.userSessions(key, this.#sessionKey(user, ''), nowMs, 'end', this.#endedKeepMs, SKEW_MARGIN_MS, ...ids))

@@ -1,10 +1,10 @@
-import type { UserId } from './schemas.js'
+import type { UserId } from '../schemas.js'
 import { parseHash, verifyPassword, type DeriveKey } from './password.js'
 import type { UserRecord } from './users-file.js'
 import type { HashQueue } from './hash-queue.js'
-import { AccountsUnavailable } from '../errors.js'
-import { fromHost, type MaybePromise } from '../maybe-promise.js'
-import { inChildSpan, SpanKind, type SpanStart } from '../tracing/spans.js'
+import { AccountsUnavailable } from '../../errors.js'
+import { hostAnswer, type MaybePromise } from '../../maybe-promise.js'
+import { inChildSpan, SpanKind, type SpanStart } from '../../tracing/spans.js'
 
 // Verified when a username is unknown, so that case costs as much as a wrong password.
 const DUMMY_HASH = '$scrypt$ln=14,r=8,p=5$6MYwn4R6aYi+BUlQScO3UA$cq0/cC9zh6nSSFp+7Vvt2UhnQYZN+Rt39D3ejUJdzGE'
@@ -114,7 +114,7 @@ export class DirectoryUsers implements Accounts {
   #ask (lookup: () => UserRecord | undefined | PromiseLike<UserRecord | undefined>): MaybePromise<UserRecord | undefined> {
     let answer: MaybePromise<UserRecord | undefined>
     try {
-      answer = fromHost(lookup())
+      answer = hostAnswer(lookup())
     } catch (cause) {
       throw new AccountsUnavailable({ cause })
     }

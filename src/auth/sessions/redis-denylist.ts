@@ -1,5 +1,5 @@
-import type { AcknowledgedWrites, RedisClient } from '../redis-connection.js'
-import type { DependencyStatus } from '../dependency-status.js'
+import type { AcknowledgedWrites, RedisClient } from '../../redis-connection.js'
+import type { DependencyStatus } from '../../dependency-status.js'
 import type { Denylist } from './denylist.js'
 import { sessionStoreCall } from './session-store.js'
 

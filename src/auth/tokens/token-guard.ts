@@ -1,13 +1,13 @@
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
-import { VerifiedClaims, type Identity } from './schemas.js'
+import { VerifiedClaims, type Identity } from '../schemas.js'
 import { bearerToken } from './bearer-token.js'
 import { hasAllowedAge, type IsRevoked, type ValidateToken } from './token-claims.js'
-import { errorBody } from '../http/error-body.js'
-import { sendError } from '../http/problem-details.js'
-import { InvalidToken, MissingToken } from '../errors.js'
-import { fromHost, mapMaybePromise, type MaybePromise } from '../maybe-promise.js'
-import { requestSpan } from '../tracing/spans.js'
+import { errorBody } from '../../http/error-body.js'
+import { sendError } from '../../http/problem-details.js'
+import { InvalidToken, MissingToken } from '../../errors.js'
+import { hostAnswer, mapMaybePromise, type MaybePromise } from '../../maybe-promise.js'
+import { requestSpan } from '../../tracing/spans.js'
 
 /**
  * The token guard: an onRequest hook that keeps the token's identity and claims on the request (`verifiedOf`), or answers 401. As a route's
@@ -90,7 +90,7 @@ export function tokenGuard (options: TokenGuardOptions): TokenGuard {
   function revoked (claims: VerifiedClaims, request: FastifyRequest): MaybePromise<boolean> {
     const denied = denylist.isRevoked(claims)
     if (isRevoked === undefined) return denied
-    return mapMaybePromise(denied, (yes) => yes || fromHost(isRevoked(claims, request)))
+    return mapMaybePromise(denied, (yes) => yes || hostAnswer(isRevoked(claims, request)))
   }
 
   /** Whether the token is accepted (what it carries kept on the request) or refused (the 401 sent). */
@@ -101,7 +101,7 @@ export function tokenGuard (options: TokenGuardOptions): TokenGuard {
     if (claims === undefined) return refuse(request, reply, true)
     return mapMaybePromise(revoked(claims, request), (denied) => denied
       ? refuse(request, reply, true)
-      : mapMaybePromise(fromHost(validateToken(claims, request)), (identity) => {
+      : mapMaybePromise(hostAnswer(validateToken(claims, request)), (identity) => {
         if (identity === undefined) return refuse(request, reply, true)
         ;(request as GuardedRequest)[VERIFIED] = { identity, claims }
         // The request's span names the user the token was issued to.

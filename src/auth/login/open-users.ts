@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify'
-import type { Config } from '../config.js'
-import { LoginAbandoned, LoginWaitedTooLong, TooManyLoginsInProgress } from '../errors.js'
+import type { Config } from '../../config.js'
+import { LoginAbandoned, LoginWaitedTooLong, TooManyLoginsInProgress } from '../../errors.js'
 import { DEMO_USERS } from './demo-users.js'
 import { HashQueue, type HashQueueEvents } from './hash-queue.js'
 import { PasswordWorkers } from './password-workers.js'

@@ -2,7 +2,7 @@ import { createHash, createPrivateKey, createPublicKey, type JsonWebKey, type Ke
 import { readFileSync } from 'node:fs'
 import { Type, type Static } from '@sinclair/typebox'
 import { createVerifier, type VerifierOptions } from 'fast-jwt'
-import type { Config } from '../config.js'
+import type { Config } from '../../config.js'
 
 export type AsymmetricAlgorithm = 'EdDSA' | 'ES256' | 'RS256'
 export type Algorithm = 'HS256' | AsymmetricAlgorithm

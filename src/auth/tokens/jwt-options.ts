@@ -1,6 +1,6 @@
 import { createSigner, type VerifierOptions } from 'fast-jwt'
-import type { Config } from '../config.js'
-import type { TokenClaims } from './schemas.js'
+import type { Config } from '../../config.js'
+import type { TokenClaims } from '../schemas.js'
 import type { TokenKeys } from './token-keys.js'
 
 /** What every token must carry and, when configured, its issuer and audience: for fast-jwt's verifiers. */
@@ -20,7 +20,7 @@ export function verifyOptions ({ JWT_ISSUER, JWT_AUDIENCE }: Config): Omit<Parti
  * Signs access tokens with the configured key (an asymmetric one names itself with `kid`), lifetime, issuer and
  * audience. fast-jwt directly, not @fastify/jwt: that plugin decorates `jwt` and request `user`, or, under a
  * `namespace`, adds itself to a host's existing `fastify.jwt`; the service must leave a host's decorators alone.
- * Tokens are verified by `keyedVerify` (src/auth/token-keys.ts).
+ * Tokens are verified by `keyedVerify` (src/auth/tokens/token-keys.ts).
  */
 export function accessTokenSigner (config: Config, keys: TokenKeys): (claims: TokenClaims) => string {
   const { JWT_ISSUER, JWT_AUDIENCE, durations } = config

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify'
-import type { Identity, TokenClaims, VerifiedClaims } from './schemas.js'
-import type { Accounts } from './users.js'
-import { mapMaybePromise } from '../maybe-promise.js'
+import type { Identity, TokenClaims, VerifiedClaims } from '../schemas.js'
+import type { Accounts } from '../login/users.js'
+import { mapMaybePromise } from '../../maybe-promise.js'
 
 /**
  * The validation step of the guard: receives verified claims and returns the

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto'
-import type { DependencyStatus } from '../dependency-status.js'
-import { LoginLimiterUnavailable, TooManyLoginAttempts, TooManyLoginsInProgress } from '../errors.js'
+import type { DependencyStatus } from '../../dependency-status.js'
+import { LoginLimiterUnavailable, TooManyLoginAttempts, TooManyLoginsInProgress } from '../../errors.js'
 import { MemoryLoginAttempts, pairKey, type Admission, type LoginAttempt, type LoginAttemptStore, type LoginPolicy, type Outcome } from './login-lockout.js'
 import { RedisLoginAttempts } from './redis-login-lockout.js'
-import type { Config } from '../config.js'
-import type { RedisConnection } from '../redis-connection.js'
+import type { Config } from '../../config.js'
+import type { RedisConnection } from '../../redis-connection.js'
 import { SlotWaiters } from './slot-waiters.js'
 
 export interface LoginProtectionOptions {

@@ -1,5 +1,5 @@
 import type { ClientContext, Result } from 'ioredis'
-import type { RedisClient } from '../redis-connection.js'
+import type { RedisClient } from '../../redis-connection.js'
 import { pairKey, type Admission, type LoginAttempt, type LoginAttemptStore, type LoginPolicy, type Outcome } from './login-lockout.js'
 
 // The rules of MemoryLoginAttempts, run inside Redis so that every instance's

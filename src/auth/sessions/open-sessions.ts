@@ -1,14 +1,16 @@
-import type { Config } from '../config.js'
+import type { Config } from '../../config.js'
 import { MemoryDenylist, type Denylist } from './denylist.js'
 import { RedisDenylist } from './redis-denylist.js'
 import { RedisSessionStore } from './redis-session-store.js'
 import { refreshTokenKey } from './refresh-token.js'
-import { MemorySessionStore, SKEW_MARGIN_MS, type SessionStore } from './session-store.js'
+import { MemorySessionStore } from './memory-session-store.js'
+import { SKEW_MARGIN_MS, type SessionStore } from './session-store.js'
 import { Sessions, type SessionsOptions } from './sessions.js'
-import { SqlDenylist, SqlSessionStore } from './sql-session-stores.js'
-import type { Database } from '../db/database.js'
-import type { RedisConnection } from '../redis-connection.js'
-import type { Accounts } from './users.js'
+import { SqlDenylist } from './sql-denylist.js'
+import { SqlSessionStore } from './sql-session-store.js'
+import type { Database } from '../../db/database.js'
+import type { RedisConnection } from '../../redis-connection.js'
+import type { Accounts } from '../login/users.js'
 
 /**
  * The sessions of the settings, each store where every instance reads it whenever a shared store is configured:

@@ -2,10 +2,10 @@ import { createHash, randomUUID } from 'node:crypto'
 import { decodeRefreshToken, encodeRefreshToken, type RefreshTokenClaims } from './refresh-token.js'
 import type { Denylist } from './denylist.js'
 import { SKEW_MARGIN_MS, type RefreshLimit, type SessionRecord, type SessionStore } from './session-store.js'
-import type { LogoutScope, SessionView, TokenClaims, UserId, VerifiedClaims } from './schemas.js'
-import type { Accounts } from './users.js'
-import { TooManyRefreshes } from '../errors.js'
-import { userKey } from './user-key.js'
+import type { LogoutScope, SessionView, TokenClaims, UserId, VerifiedClaims } from '../schemas.js'
+import type { Accounts } from '../login/users.js'
+import { TooManyRefreshes } from '../../errors.js'
+import { userKey } from '../user-key.js'
 
 /** The tokens login and refresh hand out. */
 export interface IssuedTokens {
@@ -132,7 +132,7 @@ export class Sessions {
     ])
     // Denied but not ended: an end whose denial was written and whose ending failed. Its next refresh finishes it.
     if (denied && (rotation.outcome === 'rotated' || rotation.outcome === 'repeated')) {
-      await store.end(sessionId, userKey(rotation.session.userId))
+      await store.endSession(sessionId, userKey(rotation.session.userId))
       return undefined
     }
     // A session that ended now, or earlier (in case its first denial failed): its access tokens stay denied.
@@ -146,7 +146,7 @@ export class Sessions {
     const { session } = rotation
     const user = await users.findById(session.userId)
     if (user === undefined || user.username !== session.username) {
-      await this.#end(session.id, userKey(session.userId), 'user_gone')
+      await this.#endSession(session.id, userKey(session.userId), 'user_gone')
       return undefined
     }
     return { accessToken: this.#accessToken(session), refreshToken: this.#refreshToken(session) }
@@ -158,14 +158,14 @@ export class Sessions {
    * still live, and the retry denies and ends them; should an ending fail, its session is denied already, and the
    * retry (or its own next refresh) ends it.
    */
-  async end (claims: VerifiedClaims, scope: LogoutScope = 'local'): Promise<void> {
+  async endSessions (claims: VerifiedClaims, scope: LogoutScope = 'local'): Promise<void> {
     if (scope !== 'local') {
       const others = (await this.#options.store.list(claims.sub, Date.now())).map((session) => session.id).filter((id) => id !== claims.sid)
       for (const id of others) await this.#deny(id)
-      const ended = await this.#options.store.endEach(claims.sub, others, Date.now())
+      const ended = await this.#options.store.endSessions(claims.sub, others, Date.now())
       if (ended.length > 0) this.#options.events?.ended('logout_others', ended.length)
     }
-    if (scope !== 'others') await this.#end(claims.sid, userKey(claims.sub), 'logout')
+    if (scope !== 'others') await this.#endSession(claims.sid, userKey(claims.sub), 'logout')
   }
 
   /** The live sessions of the token's user, oldest first, the token's own marked `current`. */
@@ -185,12 +185,12 @@ export class Sessions {
    * Ends one of the token's user's live sessions, denied before it ends; false when the user has no live
    * session of this id. A retry after a failure finds it still live, so it is denied and ended then.
    */
-  async endOne (claims: VerifiedClaims, id: string): Promise<boolean> {
+  async endSession (claims: VerifiedClaims, id: string): Promise<boolean> {
     const { store } = this.#options
     if (!(await store.list(claims.sub, Date.now())).some((session) => session.id === id)) return false
     await this.#deny(id)
     // Ended by this request or, meanwhile, by another: either way it has ended, and is denied.
-    const ended = await store.endEach(claims.sub, [id], Date.now())
+    const ended = await store.endSessions(claims.sub, [id], Date.now())
     if (ended.length > 0) this.#options.events?.ended('owner', 1)
     return true
   }
@@ -214,9 +214,9 @@ export class Sessions {
   }
 
   /** Denies the session, then ends it: an ending is never written before its denial. */
-  async #end (sessionId: string, user: string, reason: EndReason): Promise<void> {
+  async #endSession (sessionId: string, user: string, reason: EndReason): Promise<void> {
     await this.#deny(sessionId)
-    await this.#options.store.end(sessionId, user)
+    await this.#options.store.endSession(sessionId, user)
     this.#options.events?.ended(reason, 1)
   }
 

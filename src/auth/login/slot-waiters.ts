@@ -1,7 +1,7 @@
 import type { Admission, LoginAttempt } from './login-lockout.js'
 
 /** What a waiting login ends with: admitted, or refused for a while (never "busy": it waits instead). */
-export type Answer = Exclude<Admission, { reason: 'busy' }>
+export type WaitOutcome = Exclude<Admission, { reason: 'busy' }>
 
 export interface SlotWaitersOptions {
   /** Attempts in line at once, over all keys; past it one that would wait behind another of its key is refused at once. */
@@ -16,7 +16,7 @@ export interface SlotWaitersOptions {
 
 interface Waiter {
   attempt: LoginAttempt
-  answer: (answer: Answer) => void
+  answer: (answer: WaitOutcome) => void
   fail: (error: unknown) => void
   /** Its time ran out while it was asking: it leaves at the next busy answer. */
   late: boolean
@@ -24,7 +24,7 @@ interface Waiter {
 }
 
 /** The logins of one key (one username from one address) waiting for a slot, first come first asked. */
-interface Line {
+interface KeyQueue {
   waiters: Waiter[]
   /** The first waiter's ask is in flight (it has left `waiters` meanwhile). */
   asking: Waiter | undefined
@@ -46,7 +46,7 @@ interface Line {
 export class SlotWaiters {
   readonly #ask: (attempt: LoginAttempt) => Promise<Admission>
   readonly #options: SlotWaitersOptions
-  readonly #lines = new Map<string, Line>()
+  readonly #lines = new Map<string, KeyQueue>()
   #waiting = 0
 
   /** `ask`: the store's admission of one attempt; its errors reach every waiter of the key. */
@@ -61,7 +61,7 @@ export class SlotWaiters {
   }
 
   /** Admits the attempt or refuses it, waiting for a slot as long as they are all held. */
-  async admit (key: string, attempt: LoginAttempt): Promise<Answer> {
+  async admit (key: string, attempt: LoginAttempt): Promise<WaitOutcome> {
     let line = this.#lines.get(key)
     const first = line === undefined
     if (line === undefined) {
@@ -72,7 +72,7 @@ export class SlotWaiters {
     }
     const joined = line
     this.#waiting++
-    const answer = new Promise<Answer>((resolve, reject) => {
+    const answer = new Promise<WaitOutcome>((resolve, reject) => {
       const leave = (): void => {
         clearTimeout(waiter.timer)
         this.#waiting--
@@ -108,7 +108,7 @@ export class SlotWaiters {
   }
 
   /** The first waiter asks; an admission or a refusal is its answer and the next one asks at once. */
-  #next (key: string, line: Line): void {
+  #next (key: string, line: KeyQueue): void {
     clearTimeout(line.poll)
     line.poll = undefined
     const waiter = line.waiters.shift()
@@ -138,12 +138,12 @@ export class SlotWaiters {
     })
   }
 
-  #schedule (key: string, line: Line): void {
+  #schedule (key: string, line: KeyQueue): void {
     line.poll = setTimeout(() => this.#next(key, line), this.#options.pollMs)
   }
 
   /** Drops the line once nobody waits in it; true when it did. */
-  #forgetIfIdle (key: string, line: Line): boolean {
+  #forgetIfIdle (key: string, line: KeyQueue): boolean {
     if (line.waiters.length > 0 || line.asking !== undefined) return false
     clearTimeout(line.poll)
     this.#lines.delete(key)
