@@ -1,5 +1,6 @@
 import type { CreateCatBody, UpdateCatBody } from './schemas.js'
 import type { MaybePromise } from '../maybe-promise.js'
+import type { VersionList } from '../http/entity-tags.js'
 
 /** Limits every store enforces the same way. */
 export interface StoreLimits {
@@ -88,9 +89,6 @@ export interface VersionedCat {
   readonly json: string
   readonly version: string
 }
-
-/** The versions a precondition names: '*' for any, else those listed. */
-export type VersionList = '*' | readonly string[]
 
 /**
  * The preconditions of a request (RFC 9110 §13.1): `match` (If-Match) holds when the cat exists with one of those

@@ -1,7 +1,8 @@
 import type { StoredCat, UpdateCatBody } from './schemas.js'
 import { findMergeProblems } from './merge-safety.js'
 import { CatTooLarge } from '../errors.js'
-import { MAX_ISSUES, type FieldError } from '../http/validation-issues.js'
+import { type FieldError } from '../http/validation-issues.js'
+import { MAX_ISSUES } from '../http/error-limits.js'
 
 /** The fields every cat keeps: a patch may replace them but not remove them. */
 const KEPT_FIELDS = ['name', 'age', 'breed']

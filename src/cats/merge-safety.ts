@@ -1,4 +1,5 @@
-import { MAX_ISSUES, type FieldError } from '../http/validation-issues.js'
+import { type FieldError } from '../http/validation-issues.js'
+import { MAX_ISSUES } from '../http/error-limits.js'
 
 /** How deep a PUT body may nest; the body object itself is level 1. */
 export const MAX_MERGE_DEPTH = 32

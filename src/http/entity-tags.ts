@@ -1,9 +1,11 @@
-import type { VersionList } from '../cats/cats-store.js'
-
 /**
  * Entity tags (RFC 9110 §8.8.3) as the cats routes send and compare them. A tag is a version in quotes: strong
  * for one cat, weak (W/) for the list, whose text may differ while the cats are the same.
  */
+
+/** The versions a precondition names: '*' for any, else those listed. */
+export type VersionList = '*' | readonly string[]
+
 export const strongTag = (version: string): string => `"${version}"`
 export const weakTag = (version: string): string => `W/"${version}"`
 

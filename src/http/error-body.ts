@@ -1,5 +1,6 @@
 import { STATUS_CODES } from 'node:http'
-import type { ErrorReply, ValidationIssue } from './schemas.js'
+import type { ErrorReply, ValidationIssue } from './error-schemas.js'
+import { MAX_MESSAGE_CHARS } from './error-limits.js'
 
 /** What an error body is made of: the status, the stable code and a message meant for the client. */
 export interface ErrorFacts {
@@ -7,13 +8,6 @@ export interface ErrorFacts {
   code: string
   message: string
 }
-
-/**
- * The longest `message` an error body carries, in UTF-16 units. Messages may quote the request
- * (its URL, a content type, the fields that failed), so they are cut: at six bytes of JSON per
- * unit at worst (`\u0001`), 400 units are at most 2,400 bytes.
- */
-export const MAX_MESSAGE_CHARS = 400
 
 const ELLIPSIS = '…'
 const isHighSurrogate = (unit: number): boolean => unit >= 0xD800 && unit <= 0xDBFF

@@ -1,10 +1,47 @@
-import { errorResponse, type ErrorExample, type ErrorReply } from './schemas.js'
+import { STATUS_CODES } from 'node:http'
+import { ErrorReply, ProblemDetails, type ValidationIssue } from './error-schemas.js'
+import { problemDetails } from './problem-details.js'
+import { ref } from './schemas.js'
 import {
   AccountsUnavailable, BodyTooLarge, CatTooLarge, CollectionFull, errorEntry, IdempotencyKeyInUse, IdempotencyKeyReused, InvalidCredentials,
   InvalidRefreshToken, InvalidRequest, InvalidToken, LoginLimiterUnavailable, LoginWaitedTooLong, LowMemory, MissingToken, Overloaded,
   PreconditionFailed, PreconditionRequired, SessionNotFound, SessionStoreUnavailable, StoreUnavailable, TooManyLists, TooManyLoginAttempts,
   TooManyLoginsInProgress, TooManyRefreshes, UnsupportedMediaType, type ErrorInstance
 } from '../errors.js'
+
+/** What an error response of one status documents: why it happens, and an example body with its code. */
+export interface ErrorExample {
+  code: string
+  message: string
+  validation?: ValidationIssue[]
+}
+
+/** What the Problem Details examples show as `instance`: each request has its own path there. */
+const EXAMPLE_INSTANCE = '/path/of/the/request'
+
+/**
+ * The response schema of one error status: the shared error body with a real
+ * description and examples of that status (never a 400 body under a 401),
+ * in both of its media types.
+ */
+export function errorResponse (statusCode: number, description: string, examples: ErrorExample[]) {
+  const error = String(STATUS_CODES[statusCode])
+  const bodies = examples.map(({ code, message, validation }): ErrorReply =>
+    validation === undefined ? { statusCode, error, message, code } : { statusCode, error, message, code, validation })
+  return {
+    description,
+    content: {
+      'application/json': {
+        schema: ref(ErrorReply),
+        examples: Object.fromEntries(bodies.map((body) => [body.code, { summary: body.message, value: body }]))
+      },
+      'application/problem+json': {
+        schema: ref(ProblemDetails),
+        examples: Object.fromEntries(bodies.map((body) => [body.code, { summary: body.message, value: problemDetails(body, EXAMPLE_INSTANCE) }]))
+      }
+    }
+  }
+}
 
 /**
  * The documented error responses routes share, built from src/errors.ts: the description of a status says when each

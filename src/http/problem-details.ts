@@ -1,6 +1,7 @@
 import { parse } from 'content-type'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { ErrorReply, ProblemDetails } from './schemas.js'
+import { MAX_INSTANCE_CHARS, PROBLEM_TYPE_PREFIX } from './error-limits.js'
+import type { ErrorReply, ProblemDetails } from './error-schemas.js'
 
 /**
  * Problem Details on request (RFC 9457): a client whose Accept header prefers `application/problem+json`
@@ -10,20 +11,6 @@ import type { ErrorReply, ProblemDetails } from './schemas.js'
 
 export const PROBLEM_JSON = 'application/problem+json; charset=utf-8'
 const ERROR_JSON = 'application/json; charset=utf-8'
-
-/**
- * Each problem type is this prefix and the error's code. A URN, not a link: the service has no address
- * of its own to publish documentation at (an embedding host decides where it lives), and RFC 9457 has
- * clients use a type as an identifier, not fetch it. The README's error codes say what each one means.
- */
-export const PROBLEM_TYPE_PREFIX = 'urn:cats-auth-service:problem:'
-
-/**
- * The longest `instance`, in UTF-16 units. The path is the client's own, and the body stays within the 16 KiB
- * of every error answer with it: validation issues and `detail` take at most 2,400 units (see validation-issues.ts),
- * and 200 more at six bytes of JSON each leave room for the other members.
- */
-export const MAX_INSTANCE_CHARS = 200
 
 /** A media range of an Accept header (a type, all subtypes of a type, or all types) and its weight. */
 interface MediaRange {

@@ -1,20 +1,7 @@
 import { InvalidRequest } from '../errors.js'
-import { MAX_MESSAGE_CHARS, shorten } from './error-body.js'
-import type { ValidationIssue } from './schemas.js'
-
-/**
- * An error body lists at most this many issues: a body within the limit can fail in as many
- * places as it has nodes, and a list per node would answer a few kilobytes with megabytes.
- */
-export const MAX_ISSUES = 10
-
-/**
- * The longest field name and issue message, in UTF-16 units (a name repeats the keys of the
- * body, which may be long). With MAX_MESSAGE_CHARS, a body is at most 10 × (100 + 100) + 400
- * units, 14,400 bytes of JSON at six bytes a unit at worst, plus its structure: under 16 KiB.
- */
-export const MAX_FIELD_CHARS = 100
-export const MAX_ISSUE_MESSAGE_CHARS = 100
+import { shorten } from './error-body.js'
+import { MAX_FIELD_CHARS, MAX_ISSUE_MESSAGE_CHARS, MAX_ISSUES, MAX_MESSAGE_CHARS } from './error-limits.js'
+import type { ValidationIssue } from './error-schemas.js'
 
 /** The subset of an Ajv error that names a failing field and why. */
 export interface FieldError {

@@ -1,6 +1,7 @@
 import t from 'tap'
 import { MAX_MERGE_DEPTH, findMergeProblems } from '../../src/cats/merge-safety.js'
-import { MAX_ISSUES, invalidRequest } from '../../src/http/validation-issues.js'
+import { invalidRequest } from '../../src/http/validation-issues.js'
+import { MAX_ISSUES } from '../../src/http/error-limits.js'
 
 /** JSON text parsed as an unknown value: own `__proto__` keys survive, as in a request body. */
 const body = (json: string): unknown => JSON.parse(json)

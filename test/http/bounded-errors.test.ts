@@ -3,9 +3,9 @@ import fc from 'fast-check'
 import Fastify, { type FastifyInstance, type InjectOptions } from 'fastify'
 import serviceApp from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
-import { MAX_MESSAGE_CHARS } from '../../src/http/error-body.js'
+import { MAX_MESSAGE_CHARS } from '../../src/http/error-limits.js'
 import { serverOptions } from '../../src/http/server-options.js'
-import { MAX_FIELD_CHARS, MAX_ISSUE_MESSAGE_CHARS, MAX_ISSUES } from '../../src/http/validation-issues.js'
+import { MAX_FIELD_CHARS, MAX_ISSUE_MESSAGE_CHARS, MAX_ISSUES } from '../../src/http/error-limits.js'
 import { build, testConfig } from '../support/app.js'
 
 // No request within the body limit gets more than 16 KiB back in an error, on any route: validation

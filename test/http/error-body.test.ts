@@ -1,5 +1,6 @@
 import t from 'tap'
-import { MAX_MESSAGE_CHARS, errorBody, shorten } from '../../src/http/error-body.js'
+import { errorBody, shorten } from '../../src/http/error-body.js'
+import { MAX_MESSAGE_CHARS } from '../../src/http/error-limits.js'
 
 const body = (statusCode: number, message: string) => errorBody({ statusCode, code: 'TEST_CODE', message })
 

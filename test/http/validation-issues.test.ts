@@ -1,8 +1,7 @@
 import t from 'tap'
-import { MAX_MESSAGE_CHARS } from '../../src/http/error-body.js'
-import {
-  MAX_FIELD_CHARS, MAX_ISSUE_MESSAGE_CHARS, MAX_ISSUES, invalidRequest, toIssues, type FieldError
-} from '../../src/http/validation-issues.js'
+import { MAX_MESSAGE_CHARS } from '../../src/http/error-limits.js'
+import { invalidRequest, toIssues, type FieldError } from '../../src/http/validation-issues.js'
+import { MAX_FIELD_CHARS, MAX_ISSUE_MESSAGE_CHARS, MAX_ISSUES } from '../../src/http/error-limits.js'
 
 t.test('invalidRequest builds a 400 in the validation shape', async (t) => {
   const errors: FieldError[] = [{ instancePath: '/age', message: 'must be integer' }]
