@@ -37,7 +37,7 @@ export function perId (template: Omit<LoadRequest, 'path'>, n: number, count?: n
 
 /** The CPU ratio the service may reach on the routes a client calls most. */
 const ROUTE = 1.10
-/** GET /cats: the service serializes with a compiled schema, the baseline with JSON.stringify. */
+/** GET /cats: the service sends an unchanged list's answer again (src/cats/list-paging.ts), the baseline joins the store's texts every time. */
 const LIST = 0.8
 
 /** The scenarios of the main comparison and of the instruction counts; `secret` is the servers' JWT secret. */

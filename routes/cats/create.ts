@@ -11,7 +11,8 @@ import { mapMaybePromise } from '../../src/maybe-promise.js'
 import { serviceDecorator } from '../../src/service-scope.js'
 
 /** POST /cats: a new cat; with an Idempotency-Key, a repeat of the same create gets the first answer again. */
-const createCat: FastifyPluginAsyncTypebox = async (fastify) => {
+// Named `cats` in every file here: a trace names a handler's span after its plugin (`handler - cats`).
+const cats: FastifyPluginAsyncTypebox = async (fastify) => {
   const catsStore = serviceDecorator(fastify, 'catsStore')
   const access = routeAccess(fastify)
   const { assertMemoryForWrites } = catWrites(fastify, access)
@@ -50,4 +51,4 @@ const createCat: FastifyPluginAsyncTypebox = async (fastify) => {
   })
 }
 
-export default createCat
+export default cats
