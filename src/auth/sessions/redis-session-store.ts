@@ -83,7 +83,7 @@ const FIELDS = ['user', 'username', 'gen', 'created', 'last', 'address', 'ua', '
  * KEYS: the session and, when the caller knows it, the user's set. ARGV: the generation presented, now, the next
  * token's expiry, the limit's most refreshes and window, how long an ended session is kept, the margin, the prefix
  * of the users' sets (for the set's key when it is not in KEYS: one server only), the reuse window. The same rule as
- * decideRotation in session-store.ts.
+ * decideRotation in rotation.ts.
  */
 const ROTATE = `${END_SESSION}
 local s = redis.call('HMGET', KEYS[1], 'gen', 'exp', 'ws', 'wc', 'ended', 'user', 'rot')
