@@ -30,6 +30,10 @@ export function createBench (root: string, mode: Mode, secret: string, pinned: b
   return { mode, secret, log: (message) => { process.stderr.write(`${message}\n`) }, start, startups }
 }
 
+/** The PostgreSQL and the Redis the groups that need them use. */
+export const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/test'
+export const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379'
+
 export function median (values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b)
   const middle = Math.floor(sorted.length / 2)

@@ -14,7 +14,7 @@ import { join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { parseArgs } from 'node:util'
 import autocannon from 'autocannon'
-import { int, median, table } from './harness.js'
+import { int, median, REDIS_URL, table } from './harness.js'
 import { prefill, type LoadRequest } from './load.js'
 import { scenarios } from './scenarios.js'
 import { compileBaseline, describeCommit, serverEnvironments, startServer, type ServerKind } from './servers.js'
@@ -36,8 +36,7 @@ const environments = serverEnvironments(secret)
 // Load shedding stays on (its per-request check is counted) on the heap only: the delay check sheds on the wall clock.
 Object.assign(environments.service, { MAX_EVENT_LOOP_DELAY_MS: '0', MAX_HEAP_USED_BYTES: String(2 ** 50) })
 // --redis: the denylist and the login counters in the Redis of BENCH_REDIS_URL, under a prefix of this run's own.
-const redisUrl = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379'
-if (values.redis === true) Object.assign(environments.service, { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: `bench-${randomBytes(6).toString('hex')}:` })
+if (values.redis === true) Object.assign(environments.service, { REDIS_URL, REDIS_KEY_PREFIX: `bench-${randomBytes(6).toString('hex')}:` })
 
 /** The instructions of the first dump in `dir`: callgrind_control only asks for it, the server writes it when next it runs. */
 async function dumpedInstructions (dir: string): Promise<number> {

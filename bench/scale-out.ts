@@ -5,11 +5,11 @@
  * started here, as the tests start them. Reported per layout: responses per second of the instances' CPU (per core)
  * and the p99. Each connection refreshes its own session's chain of tokens (a token is spent once).
  */
-import { randomBytes } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import { startPgBouncer } from '../test/support/pgbouncer.js'
 import { clusterMissing, startRedisCluster } from '../test/support/redis-cluster.js'
-import { int, median, table, type Bench } from './harness.js'
+import { freshSchemaName, urlWithSchema } from '../test/support/sql-schemas.js'
+import { DATABASE_URL as databaseUrl, int, median, REDIS_URL, table, type Bench } from './harness.js'
 import { JSON_HEADERS } from './load.js'
 import { cpuSeconds, type RunningServer } from './servers.js'
 import { sql } from './stores.js'
@@ -74,22 +74,20 @@ async function measure (instances: Instance[], route: Route, seconds: number): P
 
 export async function runScaleOut (bench: Bench): Promise<string> {
   const heading = '### Scaling out: guarded requests per core (instances\' CPU) by layout'
-  const databaseUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/test'
-  const redisUrl = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379'
   const missing = clusterMissing() ?? await sql(databaseUrl, 'SELECT 1').then(() => undefined, (error: unknown) => `PostgreSQL did not answer (${String(error)})`)
   if (missing !== undefined) return `${heading}\n\nSkipped: ${missing}.`
   const teardowns: Array<() => unknown> = []
   const owner = { teardown: (fn: () => unknown) => { teardowns.push(fn) } }
-  const schema = `bench_${randomBytes(6).toString('hex')}`
+  const schema = freshSchemaName('bench')
   const instances: Instance[] = []
   try {
     await sql(databaseUrl, `CREATE SCHEMA ${schema}`)
-    const direct = `${databaseUrl}${databaseUrl.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`
+    const direct = urlWithSchema(databaseUrl, schema)
     const cluster = await startRedisCluster(owner)
     const bouncer = await startPgBouncer(owner, databaseUrl, 'transaction', {}, schema)
     const pooled = { DATABASE_URL: bouncer.url, DATABASE_POOLER: 'transaction', DATABASE_PREPARED_STATEMENTS: 'false' }
     const layouts: Array<[string, Array<Record<string, string>>]> = [
-      ['one instance, PostgreSQL and Redis', [{ DATABASE_URL: direct, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: `${schema}:` }]],
+      ['one instance, PostgreSQL and Redis', [{ DATABASE_URL: direct, REDIS_URL, REDIS_KEY_PREFIX: `${schema}:` }]],
       ['two instances, Redis Cluster', [{ REDIS_CLUSTER_NODES: cluster.setting }, { REDIS_CLUSTER_NODES: cluster.setting }]],
       ['two instances, PgBouncer (transaction)', [pooled, pooled]]
     ]

@@ -5,12 +5,12 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { request } from 'node:http'
-import { createServer } from 'node:net'
 import os from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import ts from 'typescript'
+import { closedPort } from '../test/support/ports.js'
 
 export type ServerKind = 'service' | 'baseline'
 
@@ -59,15 +59,6 @@ export function rssBytes (pid: number): number {
   return Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) * 1024
 }
 
-async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const address = server.address()
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  if (address === null || typeof address === 'string') throw new Error('no free port')
-  return address.port
-}
-
 /** One GET on a connection of its own; the status, or undefined when the connection fails. */
 function getStatus (url: string): Promise<number | undefined> {
   return new Promise((resolve) => {
@@ -89,7 +80,7 @@ export interface RunningServer { kind: ServerKind, pid: number, url: string, sta
 
 /** Spawns a server and waits for its first 200 to GET /cats/0 (public; no cat has id 0). */
 export async function startServer (kind: ServerKind, options: StartOptions): Promise<RunningServer> {
-  const port = await freePort()
+  const port = await closedPort()
   const logFile = join(os.tmpdir(), `cats-bench-${kind}-${port}.log`)
   const logFd = openSync(logFile, 'w')
   const node = [...options.wrapper ?? [], process.execPath, ...options.nodeArgs ?? [], COMMANDS[kind]]

@@ -4,12 +4,12 @@
  * Target: PostgreSQL's server CPU per request at most 2 × memory's on GET and PUT /cats/:id. PostgreSQL's own CPU
  * is spent in its backends, not in the server: it is reported apart, when they are processes of this machine.
  */
-import { randomBytes } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
-import { int, median, summarize, table, verdict, type Bench } from './harness.js'
+import { freshSchemaName, urlWithSchema } from '../test/support/sql-schemas.js'
+import { DATABASE_URL, int, median, summarize, table, verdict, type Bench } from './harness.js'
 import { measure, prefill, type Measurement } from './load.js'
 import type { Scenario } from './scenarios.js'
 import { cpuSeconds, type RunningServer } from './servers.js'
@@ -41,12 +41,11 @@ async function databaseCpu (url: string, schema: string): Promise<number> {
   }, 0)
 }
 
-async function runScenario (bench: Bench, databaseUrl: string, scenario: Scenario): Promise<string[][]> {
-  const schema = `bench_${randomBytes(6).toString('hex')}`
+async function runScenario (bench: Bench, scenario: Scenario): Promise<string[][]> {
+  const schema = freshSchemaName('bench')
   const pgliteDir = mkdtempSync(join(os.tmpdir(), 'cats-bench-pglite-'))
-  await sql(databaseUrl, `CREATE SCHEMA ${schema}`)
-  const options = `options=${encodeURIComponent(`-c search_path=${schema}`)}&application_name=${schema}`
-  const urls = [undefined, `${databaseUrl}${databaseUrl.includes('?') ? '&' : '?'}${options}`, `pglite://${pgliteDir}`]
+  await sql(DATABASE_URL, `CREATE SCHEMA ${schema}`)
+  const urls = [undefined, urlWithSchema(DATABASE_URL, schema, { application_name: schema }), `pglite://${pgliteDir}`]
   const servers: RunningServer[] = []
   try {
     for (const url of urls) servers.push(await bench.start('service', url === undefined ? {} : { DATABASE_URL: url }))
@@ -57,10 +56,10 @@ async function runScenario (bench: Bench, databaseUrl: string, scenario: Scenari
       for (const [index, { pid, url }] of servers.entries()) {
         const { connections } = scenario
         await measure(pid, url, scenario.requests(), { connections, seconds: round === 0 ? bench.mode.warmup : bench.mode.leadIn })
-        const before = index === 1 ? await databaseCpu(databaseUrl, schema) : 0
+        const before = index === 1 ? await databaseCpu(DATABASE_URL, schema) : 0
         const run = await measure(pid, url, scenario.requests(), { connections, seconds: bench.mode.seconds })
         runs[index].push(run)
-        if (index === 1) database.push((await databaseCpu(databaseUrl, schema) - before) / run.responses * 1e6)
+        if (index === 1) database.push((await databaseCpu(DATABASE_URL, schema) - before) / run.responses * 1e6)
         bench.log(`[stores ${scenario.id}] round ${round + 1} ${STORES[index]}: ${int(run.reqPerSec)} req/s, ${run.cpuMicros.toFixed(1)} µs CPU/req`)
       }
     }
@@ -75,22 +74,21 @@ async function runScenario (bench: Bench, databaseUrl: string, scenario: Scenari
     })
   } finally {
     for (const server of servers) await server.stop()
-    await sql(databaseUrl, `DROP SCHEMA IF EXISTS ${schema} CASCADE`)
+    await sql(DATABASE_URL, `DROP SCHEMA IF EXISTS ${schema} CASCADE`)
     rmSync(pgliteDir, { recursive: true, force: true })
   }
 }
 
 export async function runStores (bench: Bench, scenarios: Scenario[]): Promise<string> {
-  const databaseUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/test'
   const heading = '### Memory, PostgreSQL and PGlite stores (server CPU ratio = store / memory)'
   try {
-    await sql(databaseUrl, 'SELECT 1')
+    await sql(DATABASE_URL, 'SELECT 1')
   } catch (error) {
     bench.log(`[stores] skipped: PostgreSQL did not answer at BENCH_DATABASE_URL (${String(error)})`)
     return `${heading}\n\nSkipped: PostgreSQL did not answer at BENCH_DATABASE_URL.`
   }
   const rows: string[][] = []
-  for (const scenario of scenarios.filter((s) => s.id in TARGETS)) rows.push(...await runScenario(bench, databaseUrl, scenario))
+  for (const scenario of scenarios.filter((s) => s.id in TARGETS)) rows.push(...await runScenario(bench, scenario))
   return `${heading}\n\n` + table(['Scenario', 'store', 'req/s', 'p99 ms', 'non-2xx', 'server CPU µs/req', 'ratio',
     'database CPU µs/req (0: not local)', 'Target'], rows)
 }
