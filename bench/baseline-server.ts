@@ -7,6 +7,7 @@ import { createSigner, createVerifier } from 'fast-jwt'
 import { HashQueue } from '../src/auth/login/hash-queue.js'
 import { PasswordWorkers } from '../src/auth/login/password-workers.js'
 import { MemoryCatsStore } from '../src/cats/memory-cats-store.js'
+import type { VersionedCat } from '../src/cats/cats-store.js'
 import { DEMO_USERS } from '../src/auth/login/demo-users.js'
 import { findMergeProblems } from '../src/cats/merge-safety.js'
 import { TEXT_CONTENT_TYPE } from '../src/cats/schemas.js'
@@ -18,11 +19,14 @@ import { MemoryDenylist } from '../src/auth/sessions/denylist.js'
 import { errorBody } from '../src/http/error-body.js'
 import { toIssues } from '../src/http/validation-issues.js'
 import { PROBLEM_JSON, prefersProblemDetails, problemDetails } from '../src/http/problem-details.js'
-import type { ErrorReply, ValidationIssue } from '../src/http/error-schemas.js'
+import type { ValidationIssue } from '../src/http/error-schemas.js'
 import { ServiceMetrics, UNMATCHED_ROUTE } from '../src/metrics/service-metrics.js'
 import { SECURITY_HEADERS } from '../src/http/security-headers.js'
 import { requestId, type ConnectionSettings } from '../src/http/server-options.js'
-import { CollectionFull, InvalidCredentials, InvalidToken, MethodNotAllowed, MissingToken, retryAfterFor, RouteNotFound, TooManyLoginsInProgress, type ServiceError } from '../src/errors.js'
+import {
+  BodyTooLarge, CollectionFull, InvalidCredentials, InvalidJsonBody, InvalidToken, MethodNotAllowed, MissingToken, retryAfterFor, RouteNotFound,
+  TooManyLoginsInProgress, UnsupportedMediaType, type ErrorInstance
+} from '../src/errors.js'
 import { LOGIN_CHALLENGE } from '../src/http/error-handler.js'
 import { RouteMethods } from '../src/http/route-methods.js'
 
@@ -49,8 +53,6 @@ export interface BaselineOptions {
   metrics?: Registry
 }
 
-type Issue = ValidationIssue
-
 type JsonObject = Record<string, unknown>
 type BodyHandler = (res: ServerResponse, body: unknown) => void
 
@@ -72,44 +74,41 @@ function responseHeaders (res: ServerResponse, headers: OutgoingHttpHeaders): Ou
   return { ...SECURITY_HEADERS, 'x-request-id': requestId(res.req), ...headers }
 }
 
-function sendJson (res: ServerResponse, status: number, value: unknown, headers: Record<string, string> = {}): void {
-  sendJsonText(res, status, JSON.stringify(value), headers)
-}
-
-function sendJsonText (res: ServerResponse, status: number, payload: string, headers: Record<string, string> = {}): void {
-  res.writeHead(status, responseHeaders(res, { ...headers, 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(payload) }))
+/** A JSON payload, already serialized, with the headers of every response. */
+function sendJson (res: ServerResponse, status: number, payload: string): void {
+  res.writeHead(status, responseHeaders(res, { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(payload) }))
   res.end(payload)
 }
 
-/** No cat has the id: 200 with an empty text/plain body, as the service answers. */
-function sendEmpty (res: ServerResponse): void {
+/** A cat with its ETag; when no cat has the id, 200 with an empty text/plain body, as the service answers. */
+function sendCat (res: ServerResponse, cat: VersionedCat | undefined): void {
+  if (cat !== undefined) {
+    res.setHeader('etag', `"${cat.version}"`)
+    return sendJson(res, 200, cat.json)
+  }
   res.writeHead(200, responseHeaders(res, { 'content-type': TEXT_CONTENT_TYPE, 'content-length': 0 }))
   res.end()
 }
 
-/** An error body as the service sends it: as Problem Details when the client prefers them, with Vary: Accept. */
-function sendErrorBody (res: ServerResponse, body: ErrorReply, headers: Record<string, string> = {}): void {
+/**
+ * An error as the service sends it: with its Retry-After, if it has one, and as Problem Details when the client
+ * prefers them, with Vary: Accept. `validation`: a 400's issues.
+ */
+function sendError (res: ServerResponse, error: ErrorInstance, headers: Record<string, string> = {}, validation?: ValidationIssue[]): void {
+  const retryAfter = retryAfterFor(error.code)
+  const withRetry = retryAfter === undefined ? headers : { ...headers, 'retry-after': String(retryAfter) }
+  const body = errorBody(error, validation)
   const problem = prefersProblemDetails(res.req.headers.accept)
   const payload = JSON.stringify(problem ? problemDetails(body, String(res.req.url)) : body)
   res.writeHead(body.statusCode, responseHeaders(res, {
-    ...headers, vary: 'Accept', 'content-type': problem ? PROBLEM_JSON : JSON_TYPE, 'content-length': Buffer.byteLength(payload)
+    ...withRetry, vary: 'Accept', 'content-type': problem ? PROBLEM_JSON : JSON_TYPE, 'content-length': Buffer.byteLength(payload)
   }))
   res.end(payload)
 }
 
-function sendError (res: ServerResponse, statusCode: number, message: string, code: string, validation?: ValidationIssue[]): void {
-  sendErrorBody(res, errorBody({ statusCode, code, message }, validation))
-}
-
-/** One of the service's own errors, with the body and Retry-After the service sends for it. */
-function sendServiceError (res: ServerResponse, error: ServiceError, headers: Record<string, string> = {}): void {
-  const retryAfter = retryAfterFor(error.code)
-  sendErrorBody(res, errorBody(error), retryAfter === undefined ? headers : { ...headers, 'retry-after': String(retryAfter) })
-}
-
-function sendInvalid (res: ServerResponse, issues: Issue[]): void {
+function sendInvalid (res: ServerResponse, issues: ValidationIssue[]): void {
   const message = issues.map((issue) => `${issue.field} ${issue.message}`).join(', ')
-  sendError(res, 400, message, 'FST_ERR_VALIDATION', issues)
+  sendError(res, { statusCode: 400, code: 'FST_ERR_VALIDATION', message }, {}, issues)
 }
 
 /** The methods of the service's paths that the baseline serves, for the service's 405 with Allow. */
@@ -121,16 +120,13 @@ for (const [url, methods] of Object.entries({
 function notFound (req: IncomingMessage, res: ServerResponse): void {
   const path = pathOf(req)
   const allowed = ROUTES.allowed(path)
-  if (allowed !== undefined) return sendServiceError(res, new MethodNotAllowed(String(req.method), path), { allow: allowed.join(', ') })
-  sendServiceError(res, new RouteNotFound(String(req.method), String(req.url)))
+  if (allowed !== undefined) return sendError(res, new MethodNotAllowed(String(req.method), path), { allow: allowed.join(', ') })
+  sendError(res, new RouteNotFound(String(req.method), String(req.url)))
 }
 
 /** Reads a JSON body within the limit, then calls `next`; 415, 413 or 400 otherwise. */
 function readJson (req: IncomingMessage, res: ServerResponse, limit: number, next: BodyHandler): void {
-  if (!JSON_MEDIA.test(String(req.headers['content-type']))) {
-    sendError(res, 415, 'Unsupported Media Type', 'FST_ERR_CTP_INVALID_MEDIA_TYPE')
-    return
-  }
+  if (!JSON_MEDIA.test(String(req.headers['content-type']))) return sendError(res, UnsupportedMediaType)
   const chunks: Buffer[] = []
   let size = 0
   req.on('data', (chunk: Buffer) => {
@@ -138,30 +134,26 @@ function readJson (req: IncomingMessage, res: ServerResponse, limit: number, nex
     if (size <= limit) chunks.push(chunk)
   })
   req.on('end', () => {
-    if (size > limit) {
-      sendError(res, 413, 'Request body is too large', 'FST_ERR_CTP_BODY_TOO_LARGE')
-      return
-    }
+    if (size > limit) return sendError(res, BodyTooLarge)
     let body: unknown
     try {
       body = JSON.parse(Buffer.concat(chunks, size).toString('utf8'))
     } catch {
-      sendError(res, 400, 'Body is not valid JSON', 'FST_ERR_CTP_INVALID_JSON_BODY')
-      return
+      return sendError(res, InvalidJsonBody)
     }
     next(res, body)
   })
 }
 
 /** Reasons a field fails its type, in the service's wording. */
-function fieldIssues (body: JsonObject, checks: Array<[key: string, ok: boolean, type: string]>): Issue[] {
+function fieldIssues (body: JsonObject, checks: Array<[key: string, ok: boolean, type: string]>): ValidationIssue[] {
   return checks.filter(([, ok]) => !ok).map(([key, , type]) => ({
     field: `body.${key}`,
     message: key in body ? `must be ${type}` : `must have required property '${key}'`
   }))
 }
 
-const NOT_AN_OBJECT: Issue[] = [{ field: 'body', message: 'must be object' }]
+const NOT_AN_OBJECT: ValidationIssue[] = [{ field: 'body', message: 'must be object' }]
 
 const busy = (): Error => new Error('busy')
 
@@ -219,7 +211,7 @@ export function createBaselineServer (options: BaselineOptions): Server {
   const denylist = new MemoryDenylist()
 
   function unauthorized (res: ServerResponse, tokenSent: boolean): void {
-    sendServiceError(res, tokenSent ? new InvalidToken() : new MissingToken(), {
+    sendError(res, tokenSent ? new InvalidToken() : new MissingToken(), {
       'www-authenticate': tokenSent ? 'Bearer error="invalid_token"' : 'Bearer'
     })
   }
@@ -261,7 +253,7 @@ export function createBaselineServer (options: BaselineOptions): Server {
 
   function profile (req: IncomingMessage, res: ServerResponse): void {
     const verified = authenticate(req, res)
-    if (verified !== undefined) sendJson(res, 200, verified.identity)
+    if (verified !== undefined) sendJson(res, 200, JSON.stringify(verified.identity))
   }
 
   /** Logout without refresh tokens: the token's id is denied until it expires. */
@@ -283,11 +275,11 @@ export function createBaselineServer (options: BaselineOptions): Server {
       return sendInvalid(res, [{ field: 'body', message: 'must have a username (1-128) and a password (1-1024)' }])
     }
     users.verifyCredentials(username, password).then((user) => {
-      if (user === undefined) return sendServiceError(res, new InvalidCredentials(), { 'www-authenticate': LOGIN_CHALLENGE })
+      if (user === undefined) return sendError(res, new InvalidCredentials(), { 'www-authenticate': LOGIN_CHALLENGE })
       const token = sign({ sub: user.id, username: user.username, jti: randomUUID(), sid: randomUUID() })
-      sendJson(res, 200, { access_token: token, token_type: 'Bearer', expires_in: expiresIn })
+      sendJson(res, 200, JSON.stringify({ access_token: token, token_type: 'Bearer', expires_in: expiresIn }))
     }, () => {
-      sendServiceError(res, new TooManyLoginsInProgress())
+      sendError(res, new TooManyLoginsInProgress())
     })
   }
 
@@ -301,8 +293,8 @@ export function createBaselineServer (options: BaselineOptions): Server {
         ['breed', typeof breed === 'string', 'string']
       ]))
     }
-    if (cats.size >= catsMax) return sendServiceError(res, new CollectionFull(catsMax))
-    sendJsonText(res, 201, cats.createJson({ name, age, breed }))
+    if (cats.size >= catsMax) return sendError(res, new CollectionFull(catsMax))
+    sendJson(res, 201, cats.createJson({ name, age, breed }))
   }
 
   function updateCat (res: ServerResponse, id: number, body: unknown): void {
@@ -311,10 +303,7 @@ export function createBaselineServer (options: BaselineOptions): Server {
     if (problems.length > 0) {
       return sendInvalid(res, toIssues('body', problems))
     }
-    const cat = cats.update(id, body)
-    if (cat === undefined) return sendEmpty(res)
-    res.setHeader('etag', `"${cat.version}"`)
-    sendJsonText(res, 200, cat.json)
+    sendCat(res, cats.update(id, body))
   }
 
   function oneCat (req: IncomingMessage, res: ServerResponse, rawId: string): void {
@@ -327,12 +316,9 @@ export function createBaselineServer (options: BaselineOptions): Server {
     if (method === 'PUT') return readJson(req, res, bodyLimit, (res, body) => updateCat(res, id, body))
     if (method === 'DELETE') {
       cats.remove(id)
-      return sendJson(res, 200, { deleted: true })
+      return sendJson(res, 200, JSON.stringify({ deleted: true }))
     }
-    const cat = cats.find(id)
-    if (cat === undefined) return sendEmpty(res)
-    res.setHeader('etag', `"${cat.version}"`)
-    sendJsonText(res, 200, cat.json)
+    sendCat(res, cats.find(id))
   }
 
   function route (req: IncomingMessage, res: ServerResponse): void {
@@ -344,7 +330,7 @@ export function createBaselineServer (options: BaselineOptions): Server {
     if (path === '/cats') {
       if (method === 'GET') {
         res.setHeader('etag', `W/"${cats.listVersion()}"`)
-        return sendJsonText(res, 200, `[${cats.page(0, Number.MAX_SAFE_INTEGER).items}]`)
+        return sendJson(res, 200, `[${cats.page(0, Number.MAX_SAFE_INTEGER).items}]`)
       }
       if (method === 'POST') return readJson(req, res, bodyLimit, createCat)
     } else if (path.startsWith('/cats/')) {
