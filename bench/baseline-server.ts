@@ -210,12 +210,6 @@ export function createBaselineServer (options: BaselineOptions): Server {
   // Its sweeper timer is unref'd: nothing to close when the server stops.
   const denylist = new MemoryDenylist()
 
-  function unauthorized (res: ServerResponse, tokenSent: boolean): void {
-    sendError(res, tokenSent ? new InvalidToken() : new MissingToken(), {
-      'www-authenticate': tokenSent ? 'Bearer error="invalid_token"' : 'Bearer'
-    })
-  }
-
   /** The guard's checks: well-typed claims of an allowed age, not denied, of a user who still exists under that name. */
   function identify (claims: JsonObject): Identity | undefined {
     const { sub, username, jti, sid, iat, exp } = claims
@@ -229,26 +223,27 @@ export function createBaselineServer (options: BaselineOptions): Server {
     return { userId: user.id, username: user.username }
   }
 
+  /** The verified claims of a token and the identity they give, or undefined. */
+  function verifyToken (token: string): { claims: JsonObject, identity: Identity } | undefined {
+    try {
+      const claims = verify(token)
+      const identity = identify(claims)
+      return identity === undefined ? undefined : { claims, identity }
+    } catch {
+      return undefined
+    }
+  }
+
   /** The guard: the request's verified claims and identity, or undefined after answering 401. */
   function authenticate (req: IncomingMessage, res: ServerResponse): { claims: JsonObject, identity: Identity } | undefined {
     const token = bearerToken(req.headers.authorization)
-    if (token === undefined) {
-      unauthorized(res, false)
-      return undefined
+    const verified = token === undefined ? undefined : verifyToken(token)
+    if (verified === undefined) {
+      sendError(res, token === undefined ? new MissingToken() : new InvalidToken(), {
+        'www-authenticate': token === undefined ? 'Bearer' : 'Bearer error="invalid_token"'
+      })
     }
-    let verified: { claims: JsonObject, identity: Identity | undefined }
-    try {
-      const claims = verify(token)
-      verified = { claims, identity: identify(claims) }
-    } catch {
-      verified = { claims: {}, identity: undefined }
-    }
-    const { claims, identity } = verified
-    if (identity === undefined) {
-      unauthorized(res, true)
-      return undefined
-    }
-    return { claims, identity }
+    return verified
   }
 
   function profile (req: IncomingMessage, res: ServerResponse): void {
