@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { catWrites } from '../../src/cats/cat-writes.js'
+import { memoryGuard } from '../../src/cats/cat-writes.js'
 import { idempotentCreate } from '../../src/cats/idempotent-create.js'
 import { routeAccess } from '../../src/cats/route-access.js'
 import { CatReply, CreateCatBody, CreateCatHeaders, JSON_CONTENT_TYPE, JsonText } from '../../src/cats/schemas.js'
@@ -15,7 +15,7 @@ import { serviceDecorator } from '../../src/service-scope.js'
 const cats: FastifyPluginAsyncTypebox = async (fastify) => {
   const catsStore = serviceDecorator(fastify, 'catsStore')
   const access = routeAccess(fastify)
-  const { assertMemoryForWrites } = catWrites(fastify, access)
+  const assertMemoryForWrites = memoryGuard(fastify)
   fastify.post('', {
     ...access.authHook,
     schema: {
