@@ -1,8 +1,6 @@
 import { keepNextTickShapes } from '../src/next-tick-shapes.js'
 import { createBaselineServer } from './baseline-server.js'
 import { loadConfig } from '../src/config.js'
-import { tokenKeys } from '../src/auth/tokens/token-keys.js'
-import { connectionSettings } from '../src/http/server-options.js'
 import { collectDefaultMetrics, Registry } from 'prom-client'
 
 // The same process set-up as the service's server (src/server.ts).
@@ -11,21 +9,12 @@ keepNextTickShapes()
 // The bench runs this transpiled to dist/bench/ (see compileBaseline in servers.ts), without a loader. It reads the
 // service's settings from the same environment: JWT_SECRET, the limits and the timeouts.
 const config = loadConfig(process.env)
-const keys = tokenKeys(config)
-if (keys.algorithm !== 'HS256') throw new Error('The baseline signs with HS256 only: unset JWT_ALGORITHM')
+if (config.JWT_ALGORITHM !== 'HS256') throw new Error('The baseline signs with HS256 only: unset JWT_ALGORITHM')
 // BASELINE_METRICS=1: what the service does with metrics on, its request histogram and the default metrics.
 const metrics = process.env.BASELINE_METRICS === '1' ? new Registry() : undefined
 if (metrics !== undefined) collectDefaultMetrics({ register: metrics })
 
-const server = createBaselineServer({
-  jwtSecret: keys.signingKey,
-  catsMax: config.CATS_MAX,
-  bodyLimit: config.BODY_LIMIT,
-  hashConcurrency: config.HASH_CONCURRENCY,
-  hashQueueMax: config.HASH_QUEUE_MAX,
-  metrics,
-  server: connectionSettings(config)
-})
+const server = createBaselineServer(config, metrics)
 server.listen(config.PORT, '127.0.0.1')
 process.once('SIGTERM', () => {
   server.close(() => process.exit(0))

@@ -1,7 +1,11 @@
-import { Buffer } from 'node:buffer'
+/**
+ * The reference point of the benchmark: the service's routes and semantics on plain node:http + fast-jwt (HS256) +
+ * JSON.stringify, no framework. It reuses the service's domain modules (cats repository, users and password hashing,
+ * merge safety, the claims schema and age rule, the logout denylist) and does the same work per response (security
+ * headers, the request-id rule), so that only the HTTP layer differs from the real service.
+ */
 import { randomUUID } from 'node:crypto'
 import { createServer, type IncomingMessage, type OutgoingHttpHeaders, type Server, type ServerResponse } from 'node:http'
-import { performance } from 'node:perf_hooks'
 import type { Registry } from 'prom-client'
 import { createSigner, createVerifier } from 'fast-jwt'
 import { HashQueue } from '../src/auth/login/hash-queue.js'
@@ -12,8 +16,10 @@ import { DEMO_USERS } from '../src/auth/login/demo-users.js'
 import { findMergeProblems } from '../src/cats/merge-safety.js'
 import { TEXT_CONTENT_TYPE } from '../src/cats/schemas.js'
 import { UserStore } from '../src/auth/login/users.js'
-import type { Identity } from '../src/auth/schemas.js'
+import type { VerifiedClaims } from '../src/auth/schemas.js'
+import type { Verified } from '../src/auth/tokens/token-guard.js'
 import { hasAllowedAge } from '../src/auth/tokens/token-claims.js'
+import { tokenKeys } from '../src/auth/tokens/token-keys.js'
 import { bearerToken } from '../src/auth/tokens/bearer-token.js'
 import { MemoryDenylist } from '../src/auth/sessions/denylist.js'
 import { errorBody } from '../src/http/error-body.js'
@@ -22,7 +28,8 @@ import { PROBLEM_JSON, prefersProblemDetails, problemDetails } from '../src/http
 import type { ValidationIssue } from '../src/http/error-schemas.js'
 import { ServiceMetrics, UNMATCHED_ROUTE } from '../src/metrics/service-metrics.js'
 import { SECURITY_HEADERS } from '../src/http/security-headers.js'
-import { requestId, type ConnectionSettings } from '../src/http/server-options.js'
+import { connectionSettings, requestId } from '../src/http/server-options.js'
+import type { Config } from '../src/config.js'
 import {
   BodyTooLarge, CollectionFull, InvalidCredentials, InvalidJsonBody, InvalidToken, MethodNotAllowed, MissingToken, retryAfterFor, RouteNotFound,
   TooManyLoginsInProgress, UnsupportedMediaType, type ErrorInstance
@@ -30,31 +37,7 @@ import {
 import { LOGIN_CHALLENGE } from '../src/http/error-handler.js'
 import { RouteMethods } from '../src/http/route-methods.js'
 
-/**
- * The reference point of the benchmark: the service's routes and semantics on
- * plain node:http + fast-jwt (HS256) + JSON.stringify, no framework. It reuses
- * the service's domain modules (cats repository, users and password hashing,
- * merge safety, the token age rule, the logout denylist) and does the same
- * work per response (the service's security headers and request-id rule), so
- * that only the HTTP layer differs from the real service.
- */
-export interface BaselineOptions {
-  /** The HS256 secret: the service's JWT_SECRET. */
-  jwtSecret: string
-  /** The service's JWT_EXPIRES_IN (s, default 3600), CATS_MAX (100000), BODY_LIMIT (16384), HASH_CONCURRENCY (2), HASH_QUEUE_MAX (100). */
-  expiresIn?: number
-  catsMax?: number
-  bodyLimit?: number
-  hashConcurrency?: number
-  hashQueueMax?: number
-  /** The service's timeouts (the idle-socket one among them) and header limit, applied as Fastify applies them. */
-  server?: ConnectionSettings
-  /** Observe every response in the service's request histogram on this registry, as the service with metrics on. */
-  metrics?: Registry
-}
-
 type JsonObject = Record<string, unknown>
-type BodyHandler = (res: ServerResponse, body: unknown) => void
 
 const JSON_TYPE = 'application/json; charset=utf-8'
 const JSON_MEDIA = /^application\/json\s*(;|$)/i
@@ -63,6 +46,13 @@ const ID_PATTERN = /^-?[0-9]{1,15}$/
 /** A token or session id as the service's claims schema allows it. */
 function isRandomId (value: unknown): value is string {
   return typeof value === 'string' && value.length > 0 && value.length <= 64
+}
+
+/** What the service's claims schema (VerifiedClaims) allows, checked by hand: no validator, as in a framework-free server. */
+function isVerifiedClaims (claims: JsonObject): claims is VerifiedClaims {
+  const { sub, username, jti, sid, iat, exp } = claims
+  return ((typeof sub === 'number' && Number.isInteger(sub)) || (typeof sub === 'string' && sub.length > 0)) &&
+    typeof username === 'string' && username.length > 0 && isRandomId(jti) && isRandomId(sid) && Number.isInteger(iat) && Number.isInteger(exp)
 }
 
 function isObject (value: unknown): value is JsonObject {
@@ -125,7 +115,7 @@ function notFound (req: IncomingMessage, res: ServerResponse): void {
 }
 
 /** Reads a JSON body within the limit, then calls `next`; 415, 413 or 400 otherwise. */
-function readJson (req: IncomingMessage, res: ServerResponse, limit: number, next: BodyHandler): void {
+function readJson (req: IncomingMessage, res: ServerResponse, limit: number, next: (res: ServerResponse, body: unknown) => void): void {
   if (!JSON_MEDIA.test(String(req.headers['content-type']))) return sendError(res, UnsupportedMediaType)
   const chunks: Buffer[] = []
   let size = 0
@@ -158,11 +148,7 @@ const NOT_AN_OBJECT: ValidationIssue[] = [{ field: 'body', message: 'must be obj
 const busy = (): Error => new Error('busy')
 
 /** The request's path: its URL without the query string. */
-function pathOf (req: IncomingMessage): string {
-  const url = String(req.url)
-  const query = url.indexOf('?')
-  return query === -1 ? url : url.slice(0, query)
-}
+const pathOf = (req: IncomingMessage): string => String(req.url).split('?', 1)[0]
 
 /** The route pattern the service labels a response with: its route's, or one label for every request no route matched. */
 function routeLabel (req: IncomingMessage, status: number): string {
@@ -173,69 +159,58 @@ function routeLabel (req: IncomingMessage, status: number): string {
 
 /** Observes the response's duration when it has been sent, as the service's onResponse hook does. */
 function observeWhenSent (metrics: ServiceMetrics, req: IncomingMessage, res: ServerResponse): void {
-  const start = performance.now()
-  res.once('finish', () => {
-    const status = res.statusCode
-    metrics.requestDuration.observe({ method: String(req.method), route: routeLabel(req, status), status_code: status }, (performance.now() - start) / 1000)
-  })
+  const end = metrics.requestDuration.startTimer()
+  res.once('finish', () => end({ method: String(req.method), route: routeLabel(req, res.statusCode), status_code: res.statusCode }))
 }
 
-export function createBaselineServer (options: BaselineOptions): Server {
-  const settings = options.server
+/**
+ * The baseline with the service's settings (HS256 only: baseline-main.ts checks it): its secret, token lifetime,
+ * limits, timeouts and header limit. `metrics`: every response observed on it, as by the service with metrics on.
+ */
+export function createBaselineServer (config: Config, metrics?: Registry): Server {
+  const settings = connectionSettings(config)
   const cats = new MemoryCatsStore()
-  const metrics = options.metrics === undefined ? undefined : new ServiceMetrics(options.metrics, { countCats: () => cats.size })
-  const server = createServer(settings?.http ?? {}, (req, res) => {
-    if (metrics !== undefined) observeWhenSent(metrics, req, res)
+  const serviceMetrics = metrics === undefined ? undefined : new ServiceMetrics(metrics, { countCats: () => cats.size })
+  const server = createServer(settings.http, (req, res) => {
+    if (serviceMetrics !== undefined) observeWhenSent(serviceMetrics, req, res)
     route(req, res)
   })
-  if (settings !== undefined) {
-    // As Fastify's createServer does with the same options.
-    server.keepAliveTimeout = settings.keepAliveTimeout
-    server.requestTimeout = settings.requestTimeout
-    server.setTimeout(settings.connectionTimeout)
-  }
-  const expiresIn = options.expiresIn ?? 3600
-  const catsMax = options.catsMax ?? 100_000
-  const bodyLimit = options.bodyLimit ?? 16_384
-  const hashQueue = new HashQueue(options.hashConcurrency ?? 2, options.hashQueueMax ?? 100, 3000, { whenFull: busy, whenLate: busy, whenAbandoned: busy })
-  const passwords = new PasswordWorkers(options.hashConcurrency ?? 2)
+  // As Fastify's createServer does with the same options.
+  server.keepAliveTimeout = settings.keepAliveTimeout
+  server.requestTimeout = settings.requestTimeout
+  server.setTimeout(settings.connectionTimeout)
+  const expiresIn = config.durations.accessTokenSeconds
+  const hashQueue = new HashQueue(config.HASH_CONCURRENCY, config.HASH_QUEUE_MAX, 3000, { whenFull: busy, whenLate: busy, whenAbandoned: busy })
+  const passwords = new PasswordWorkers(config.HASH_CONCURRENCY)
   server.on('close', () => passwords.close())
   const users = new UserStore(DEMO_USERS, hashQueue, passwords.derive)
-  const sign = createSigner({ key: options.jwtSecret, algorithm: 'HS256', expiresIn: expiresIn * 1000 })
+  const secret = tokenKeys(config).signingKey
+  const sign = createSigner({ key: secret, algorithm: 'HS256', expiresIn: expiresIn * 1000 })
   const verify: (token: string) => JsonObject = createVerifier({
-    key: options.jwtSecret,
+    key: secret,
     algorithms: ['HS256'],
     requiredClaims: ['exp', 'iat', 'sub', 'username']
   })
   // Its sweeper timer is unref'd: nothing to close when the server stops.
   const denylist = new MemoryDenylist()
 
-  /** The guard's checks: well-typed claims of an allowed age, not denied, of a user who still exists under that name. */
-  function identify (claims: JsonObject): Identity | undefined {
-    const { sub, username, jti, sid, iat, exp } = claims
-    const validSub = (typeof sub === 'number' && Number.isInteger(sub)) || (typeof sub === 'string' && sub.length > 0)
-    if (!validSub || typeof username !== 'string' || username.length === 0 || !isRandomId(jti) || !isRandomId(sid) ||
-      !Number.isInteger(iat) || !Number.isInteger(exp)) return undefined
-    if (!hasAllowedAge({ iat: Number(iat), exp: Number(exp) }, expiresIn, Math.floor(Date.now() / 1000))) return undefined
-    if (denylist.isRevoked(jti, sid)) return undefined
-    const user = users.findById(sub)
-    if (user === undefined || user.username !== username) return undefined
-    return { userId: user.id, username: user.username }
-  }
-
-  /** The verified claims of a token and the identity they give, or undefined. */
-  function verifyToken (token: string): { claims: JsonObject, identity: Identity } | undefined {
+  /** The guard's checks: a valid signature, claims of the service's schema and an allowed age, not denied, of a user who still exists under that name. */
+  function verifyToken (token: string): Verified | undefined {
+    let claims: JsonObject
     try {
-      const claims = verify(token)
-      const identity = identify(claims)
-      return identity === undefined ? undefined : { claims, identity }
+      claims = verify(token)
     } catch {
-      return undefined
+      return undefined // Not a JWT, another key's signature, expired.
     }
+    if (!isVerifiedClaims(claims) || !hasAllowedAge(claims, expiresIn, Math.floor(Date.now() / 1000))) return undefined
+    if (denylist.isRevoked(claims.jti, claims.sid)) return undefined
+    const user = users.findById(claims.sub)
+    if (user === undefined || user.username !== claims.username) return undefined
+    return { claims, identity: { userId: user.id, username: user.username } }
   }
 
   /** The guard: the request's verified claims and identity, or undefined after answering 401. */
-  function authenticate (req: IncomingMessage, res: ServerResponse): { claims: JsonObject, identity: Identity } | undefined {
+  function authenticate (req: IncomingMessage, res: ServerResponse): Verified | undefined {
     const token = bearerToken(req.headers.authorization)
     const verified = token === undefined ? undefined : verifyToken(token)
     if (verified === undefined) {
@@ -256,7 +231,7 @@ export function createBaselineServer (options: BaselineOptions): Server {
     const verified = authenticate(req, res)
     if (verified === undefined) return
     // eslint-disable-next-line no-void -- the memory denylist records the id at once; its promise cannot reject
-    void denylist.revoke(String(verified.claims.jti), Number(verified.claims.exp) * 1000).then(() => {
+    void denylist.revoke(verified.claims.jti, verified.claims.exp * 1000).then(() => {
       res.writeHead(204, responseHeaders(res, {}))
       res.end()
     })
@@ -288,27 +263,23 @@ export function createBaselineServer (options: BaselineOptions): Server {
         ['breed', typeof breed === 'string', 'string']
       ]))
     }
-    if (cats.size >= catsMax) return sendError(res, new CollectionFull(catsMax))
+    if (cats.size >= config.CATS_MAX) return sendError(res, new CollectionFull(config.CATS_MAX))
     sendJson(res, 201, cats.createJson({ name, age, breed }))
   }
 
   function updateCat (res: ServerResponse, id: number, body: unknown): void {
     if (!isObject(body)) return sendInvalid(res, NOT_AN_OBJECT)
     const problems = findMergeProblems(body)
-    if (problems.length > 0) {
-      return sendInvalid(res, toIssues('body', problems))
-    }
+    if (problems.length > 0) return sendInvalid(res, toIssues('body', problems))
     sendCat(res, cats.update(id, body))
   }
 
   function oneCat (req: IncomingMessage, res: ServerResponse, rawId: string): void {
     const method = req.method
     if (method !== 'GET' && method !== 'PUT' && method !== 'DELETE') return notFound(req, res)
-    if (!ID_PATTERN.test(rawId)) {
-      return sendInvalid(res, [{ field: 'params.id', message: `must match pattern "${ID_PATTERN.source}"` }])
-    }
+    if (!ID_PATTERN.test(rawId)) return sendInvalid(res, [{ field: 'params.id', message: `must match pattern "${ID_PATTERN.source}"` }])
     const id = Number(rawId)
-    if (method === 'PUT') return readJson(req, res, bodyLimit, (res, body) => updateCat(res, id, body))
+    if (method === 'PUT') return readJson(req, res, config.BODY_LIMIT, (res, body) => updateCat(res, id, body))
     if (method === 'DELETE') {
       cats.remove(id)
       return sendJson(res, 200, JSON.stringify({ deleted: true }))
@@ -320,14 +291,14 @@ export function createBaselineServer (options: BaselineOptions): Server {
     const path = pathOf(req)
     const method = req.method
     if (path === '/profile' && method === 'GET') return profile(req, res)
-    if (path === '/auth/login' && method === 'POST') return readJson(req, res, bodyLimit, login)
+    if (path === '/auth/login' && method === 'POST') return readJson(req, res, config.BODY_LIMIT, login)
     if (path === '/auth/logout' && method === 'POST') return logout(req, res)
     if (path === '/cats') {
       if (method === 'GET') {
         res.setHeader('etag', `W/"${cats.listVersion()}"`)
         return sendJson(res, 200, `[${cats.page(0, Number.MAX_SAFE_INTEGER).items}]`)
       }
-      if (method === 'POST') return readJson(req, res, bodyLimit, createCat)
+      if (method === 'POST') return readJson(req, res, config.BODY_LIMIT, createCat)
     } else if (path.startsWith('/cats/')) {
       return oneCat(req, res, path.slice('/cats/'.length))
     }

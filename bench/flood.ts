@@ -1,7 +1,4 @@
-/**
- * Login flood: GET /profile p99 latency, probed to the microsecond, on an idle server and then while 50 connections
- * send POST /auth/login. Target: the service's flood p99 at most 3 × its idle p99; the baseline for reference.
- */
+/** The login flood group (`flood`): GET /profile's p99 idle and during a login flood; BENCHMARKS.md gives its method and target. */
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { table, verdict, type Bench } from './harness.js'

@@ -1,10 +1,6 @@
 /**
- * npm run bench:instructions [-- --only ids --starts N --baseline --root dir --redis]: machine instructions per request of the
- * compiled service per route under callgrind; BENCHMARKS.md says what keeps a count repeatable. Per route and
- * start: create the cats, send WARM_UP requests, switch instrumentation on, zero, count COUNTED more on one connection.
- * Only libuv's poll phase is counted (reading, answering, writing; not timers, whose share grows with the wall clock),
- * in a V8 made single-threaded and clock-free by --predictable. A start settles in one of a few states of the compiled
- * code, each repeatable to about 1%: the figure is the lowest start; every start and their spread are beside it.
+ * npm run bench:instructions [-- --only ids --starts N --baseline --root dir --redis]: machine instructions per request of
+ * the compiled service per route under callgrind, the lowest of a few starts; BENCHMARKS.md gives the method and why.
  */
 import { execFileSync, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'

@@ -62,10 +62,3 @@ export async function prefill (url: string, count: number, budgetSeconds = Infin
   }
   return created
 }
-
-/** Logs each token out once (one connection, so each is sent once); the number answered 204. */
-export async function logOut (url: string, tokens: string[]): Promise<number> {
-  const requests = tokens.map((token): LoadRequest => ({ method: 'POST', path: '/auth/logout', headers: { authorization: `Bearer ${token}` } }))
-  const result = await autocannon({ url, connections: 1, amount: tokens.length, timeout: 30, requests })
-  return result.statusCodeStats?.['204']?.count ?? 0
-}

@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { runFlood } from './flood.js'
 import { createBench, int, median, summarize, table, verdict } from './harness.js'
-import { logOut, measure, prefill, type Measurement } from './load.js'
+import { measure, prefill, type Measurement } from './load.js'
 import { runScaling } from './scaling.js'
 import { scenarios as allScenarios, signToken, type Scenario } from './scenarios.js'
 import { compileBaseline, describeCommit, type RunningServer } from './servers.js'
@@ -64,8 +64,8 @@ bench.log(`${pinned ? 'servers on CPU 0, load generator on CPU 1' : 'nothing pin
 async function prepare (scenario: Scenario, server: RunningServer): Promise<void> {
   const cats = await prefill(server.url, scenario.cats)
   if (cats !== scenario.cats) throw new Error(`${server.kind}: prefill created ${cats} of ${scenario.cats} cats`)
-  const tokens = Array.from({ length: scenario.revoked ?? 0 }, () => signToken(secret))
-  if (tokens.length > 0 && await logOut(server.url, tokens) !== tokens.length) throw new Error(`${server.kind}: a logout failed`)
+  const logouts = Array.from({ length: scenario.revoked ?? 0 }, () => ({ method: 'POST' as const, path: '/auth/logout', headers: { authorization: `Bearer ${signToken(secret)}` } }))
+  if (logouts.length > 0 && (await measure(server.pid, server.url, logouts, { connections: 1, amount: logouts.length })).non2xx > 0) throw new Error(`${server.kind}: a logout failed`)
 }
 
 /**

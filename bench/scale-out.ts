@@ -1,16 +1,10 @@
-/**
- * The layouts operators scale on: the guarded `GET /profile` and `POST /auth/refresh` on one instance over one
- * PostgreSQL and one Redis, then on two instances over a Redis Cluster (3 masters, 3 replicas, no database) and over
- * PgBouncer in transaction mode (no Redis: the denylist is in the database too). The cluster and the pooler are
- * started here, as the tests start them. Reported per layout: responses per second of the instances' CPU (per core)
- * and the p99. Each connection refreshes its own session's chain of tokens (a token is spent once).
- */
+/** The scaling-out group (`scale-out`): guarded requests per core on the layouts operators scale on; BENCHMARKS.md gives its method. */
 import { performance } from 'node:perf_hooks'
-import { startPgBouncer } from '../test/support/pgbouncer.js'
+import { findPgBouncer, startPgBouncer } from '../test/support/pgbouncer.js'
 import { clusterMissing, startRedisCluster } from '../test/support/redis-cluster.js'
 import { freshSchemaName, urlWithSchema } from '../test/support/sql-schemas.js'
-import { DATABASE_URL as databaseUrl, int, median, REDIS_URL, table, type Bench } from './harness.js'
-import { JSON_HEADERS } from './load.js'
+import { DATABASE_URL as databaseUrl, int, REDIS_URL, summarize, table, type Bench } from './harness.js'
+import { JSON_HEADERS, type Measurement } from './load.js'
 import { cpuSeconds, type RunningServer } from './servers.js'
 import { sql } from './stores.js'
 
@@ -20,7 +14,6 @@ const SETTINGS = { REFRESH_TOKENS: 'true', REFRESH_RATE_LIMIT: '1000000000' }
 
 interface Instance { server: RunningServer, access: string, chains: string[] }
 type Route = 'profile' | 'refresh'
-interface Run { perCore: number, perSecond: number, p99: number, non2xx: number }
 
 async function login (url: string): Promise<{ access_token: string, refresh_token: string }> {
   const res = await fetch(`${url}/auth/login`, { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify({ username: 'john', password: 'changeme' }) })
@@ -58,23 +51,22 @@ async function run ({ server, access, chains }: Instance, route: Route, seconds:
   return { latencies, non2xx }
 }
 
-/** Every instance of a layout loaded at once: responses per second of their CPU and of the clock, the p99, the non-2xx. */
-async function measure (instances: Instance[], route: Route, seconds: number): Promise<Run> {
+/** Every instance of a layout loaded at once: responses per second, their CPU per response, the p99, the non-2xx. */
+async function measure (instances: Instance[], route: Route, seconds: number): Promise<Measurement> {
   const cpu = instances.map(({ server }) => cpuSeconds(server.pid))
   const results = await Promise.all(instances.map(async (each) => await run(each, route, seconds)))
   const used = instances.reduce((total, { server }, index) => total + cpuSeconds(server.pid) - cpu[index], 0)
   const latencies = results.flatMap((result) => result.latencies).sort((x, y) => x - y)
-  return {
-    perCore: latencies.length / used,
-    perSecond: latencies.length / seconds,
-    p99: latencies[Math.floor(latencies.length * 0.99)],
-    non2xx: results.reduce((total, result) => total + result.non2xx, 0)
-  }
+  const responses = latencies.length
+  const non2xx = results.reduce((total, result) => total + result.non2xx, 0)
+  return { responses, reqPerSec: responses / seconds, cpuMicros: used / responses * 1e6, p99: latencies[Math.floor(responses * 0.99)], non2xx }
 }
 
 export async function runScaleOut (bench: Bench): Promise<string> {
   const heading = '### Scaling out: guarded requests per core (instances\' CPU) by layout'
-  const missing = clusterMissing() ?? await sql(databaseUrl, 'SELECT 1').then(() => undefined, (error: unknown) => `PostgreSQL did not answer (${String(error)})`)
+  const bouncer = findPgBouncer()
+  const missing = clusterMissing() ?? ('missing' in bouncer ? bouncer.missing : undefined) ??
+    await sql(databaseUrl, 'SELECT 1').then(() => undefined, (error: unknown) => `PostgreSQL did not answer (${String(error)})`)
   if (missing !== undefined) return `${heading}\n\nSkipped: ${missing}.`
   const teardowns: Array<() => unknown> = []
   const owner = { teardown: (fn: () => unknown) => { teardowns.push(fn) } }
@@ -98,12 +90,12 @@ export async function runScaleOut (bench: Bench): Promise<string> {
       instances.push(...started)
       for (const route of ['profile', 'refresh'] as const) {
         await measure(started, route, bench.mode.warmup)
-        const runs: Run[] = []
+        const runs: Measurement[] = []
         for (let round = 0; round < bench.mode.starts; round++) runs.push(await measure(started, route, bench.mode.seconds))
-        const mid = (pick: (run: Run) => number): number => median(runs.map(pick))
-        bench.log(`[scale-out] ${name}, ${route}: ${int(mid((r) => r.perCore))} per core, p99 ${mid((r) => r.p99).toFixed(1)} ms`)
+        const { reqPerSec, cpuMicros, p99, non2xx } = summarize(runs)
+        bench.log(`[scale-out] ${name}, ${route}: ${int(1e6 / cpuMicros)} per core, p99 ${p99.toFixed(1)} ms`)
         rows.push([name, route === 'profile' ? 'GET /profile' : 'POST /auth/refresh', String(environments.length),
-          int(mid((r) => r.perSecond)), int(mid((r) => r.perCore)), mid((r) => r.p99).toFixed(1), String(runs.reduce((n, r) => n + r.non2xx, 0))])
+          int(reqPerSec), int(1e6 / cpuMicros), p99.toFixed(1), String(non2xx)])
       }
     }
     return `${heading}\n\n` + table(['Layout', 'Route', 'instances', 'responses/s', 'per core (per CPU-second)', 'p99 ms', 'non-2xx'], rows)

@@ -1,13 +1,9 @@
-/**
- * Scaling (the service only): one server per size, prefilled, then GET, PUT and DELETE + POST on /cats/:id at
- * every size. The sizes are measured side by side, each operation at every size in turn (the order rotating from
- * round to round), so the host's drift over the minutes of a run lands on every size alike. Target: for each
- * operation, the highest CPU per request over the sizes at most 1.2 × the lowest.
- */
+/** The scaling group (`scaling`): the service's CPU per request by collection size; BENCHMARKS.md gives its method and target. */
 import { int, median, table, verdict, type Bench } from './harness.js'
 import { createCat, JSON_HEADERS, measure, prefill, type LoadRequest, type Measurement, type RunSettings } from './load.js'
 import { perId } from './scenarios.js'
-import { rssBytes, type RunningServer } from './servers.js'
+import { rssBytes } from '../test/support/proc.js'
+import type { RunningServer } from './servers.js'
 
 const TARGET = 1.2
 /** Seconds the prefill of one size may take: the table then shows the size reached. */

@@ -54,11 +54,6 @@ export function cpuSeconds (pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS
 }
 
-/** Resident set size of a process, bytes. */
-export function rssBytes (pid: number): number {
-  return Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) * 1024
-}
-
 /** One GET on a connection of its own; the status, or undefined when the connection fails. */
 function getStatus (url: string): Promise<number | undefined> {
   return new Promise((resolve) => {

@@ -1,9 +1,4 @@
-/**
- * The stores side by side: the compiled service three times, its cats in memory, in PostgreSQL (a fresh schema
- * per scenario, at BENCH_DATABASE_URL) and in PGlite (a fresh directory), measured in interleaved rounds.
- * Target: PostgreSQL's server CPU per request at most 2 × memory's on GET and PUT /cats/:id. PostgreSQL's own CPU
- * is spent in its backends, not in the server: it is reported apart, when they are processes of this machine.
- */
+/** The stores group (`stores`): the service on memory, PostgreSQL and PGlite side by side; BENCHMARKS.md gives its method and target. */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { LogController, type FastifyHttpOptions, type FastifyRequest } from 'fastify'
-import type { IncomingMessage, Server } from 'node:http'
+import type { IncomingMessage, Server, ServerOptions } from 'node:http'
 import { pino, type DestinationStream } from 'pino'
 import { lazyLogger, writesAt } from './lazy-logger.js'
 import { parseTrustProxy, type Config } from '../config.js'
@@ -41,7 +41,7 @@ export function requestForLog (request: FastifyRequest | IncomingMessage): Recor
 }
 
 /** The server settings that node:http itself carries out: its timeouts, idle-socket one included, and header limit. */
-export type ConnectionSettings = Required<Pick<FastifyHttpOptions<Server>, 'connectionTimeout' | 'keepAliveTimeout' | 'requestTimeout' | 'http'>>
+export type ConnectionSettings = Required<Pick<FastifyHttpOptions<Server>, 'connectionTimeout' | 'keepAliveTimeout' | 'requestTimeout'>> & { http: ServerOptions }
 
 /** The standalone server's options; the connection settings are always set. */
 export type StandaloneServerOptions = FastifyHttpOptions<Server> & ConnectionSettings

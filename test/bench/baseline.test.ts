@@ -7,7 +7,7 @@ import { createSigner, createVerifier } from 'fast-jwt'
 import app from '../../src/app.js'
 import { loadConfig, type ConfigInput } from '../../src/config.js'
 import { serverOptions } from '../../src/http/server-options.js'
-import { createBaselineServer, type BaselineOptions } from '../../bench/baseline-server.js'
+import { createBaselineServer } from '../../bench/baseline-server.js'
 
 // The benchmark compares the service with bench/baseline-server.ts; these tests
 // keep the comparison fair: for the benchmarked requests the baseline answers
@@ -50,15 +50,17 @@ function comparable (call: Call, headers: Iterable<[string, string]>): Record<st
   return Object.fromEntries(kept.sort(([a], [b]) => a.localeCompare(b)))
 }
 
-async function setup (t: Test, config: Partial<ConfigInput> = {}, options: Partial<BaselineOptions> = {}, serviceMetrics?: Registry): Promise<Pair> {
+/** The service and the baseline with the same settings; with `metrics`, each observes its responses on its registry. */
+async function setup (t: Test, settings: Partial<ConfigInput> = {}, metrics?: { service: Registry, baseline: Registry }): Promise<Pair> {
   // The server options of the standalone server, which the benchmark runs: its request-id rule among them.
-  const serviceConfig: ConfigInput = { ...config, JWT_SECRET: SECRET, LOG_LEVEL: 'silent' }
-  const service = Fastify(serverOptions(loadConfig(serviceConfig)))
-  await service.register(app, { config: serviceConfig, ...(serviceMetrics !== undefined && { metrics: { registry: serviceMetrics } }) })
+  const serviceConfig: ConfigInput = { ...settings, JWT_SECRET: SECRET, LOG_LEVEL: 'silent' }
+  const config = loadConfig(serviceConfig)
+  const service = Fastify(serverOptions(config))
+  await service.register(app, { config: serviceConfig, ...(metrics !== undefined && { metrics: { registry: metrics.service } }) })
   await service.ready()
   t.teardown(() => service.close())
 
-  const baseline = createBaselineServer({ jwtSecret: SECRET, ...options })
+  const baseline = createBaselineServer(config, metrics?.baseline)
   await new Promise<void>((resolve) => baseline.listen(0, '127.0.0.1', resolve))
   t.teardown(() => {
     baseline.closeAllConnections()
@@ -231,9 +233,7 @@ t.test('bad requests get the same statuses', async (t) => {
 })
 
 t.test('limits: a full collection and a full hash queue', async (t) => {
-  const pair = await setup(t,
-    { CATS_MAX: 1, HASH_CONCURRENCY: 1, HASH_QUEUE_MAX: 0, JWT_EXPIRES_IN: '1m', BODY_LIMIT: 1024 },
-    { catsMax: 1, hashConcurrency: 1, hashQueueMax: 0, expiresIn: 60, bodyLimit: 1024 })
+  const pair = await setup(t, { CATS_MAX: 1, HASH_CONCURRENCY: 1, HASH_QUEUE_MAX: 0, JWT_EXPIRES_IN: '1m', BODY_LIMIT: 1024 })
   const cat = { method: 'POST', url: '/cats', headers: json, body: JSON.stringify({ name: 'Tom', age: 3, breed: 'x' }) }
   await same(t, pair, cat, 201)
   await same(t, pair, cat, 507)
@@ -252,7 +252,7 @@ t.test('limits: a full collection and a full hash queue', async (t) => {
 
 t.test('with metrics on, both count every response under the same method, route pattern and status', async (t) => {
   const registries = { service: new Registry(), baseline: new Registry() }
-  const pair = await setup(t, {}, { metrics: registries.baseline }, registries.service)
+  const pair = await setup(t, {}, registries)
   const calls: Call[] = [
     { url: '/profile', headers: bearer(sign({ sub: 1, username: 'john' })) },
     { url: '/profile' },
@@ -282,8 +282,8 @@ t.test('with metrics on, both count every response under the same method, route 
   t.ok(service.includes('cats_api_http_request_duration_seconds_count{method="PATCH",route="unmatched",status_code="405"} 1'), 'a known path with another method: unmatched, 405')
 })
 
-t.test('given the service\'s server options, the baseline\'s node:http server has the service\'s timeouts and header limit', async (t) => {
-  const options = serverOptions(loadConfig({
+t.test('given the service\'s settings, the baseline\'s node:http server has the service\'s timeouts and header limit', async (t) => {
+  const config = loadConfig({
     JWT_SECRET: SECRET,
     LOG_LEVEL: 'silent',
     CONNECTION_TIMEOUT_MS: '12345',
@@ -291,18 +291,12 @@ t.test('given the service\'s server options, the baseline\'s node:http server ha
     REQUEST_TIMEOUT_MS: '23456',
     HEADERS_TIMEOUT_MS: '3456',
     MAX_HEADER_BYTES: '8000'
-  }))
-  const service = Fastify(options)
-  t.teardown(() => service.close())
-  const baseline = createBaselineServer({ jwtSecret: SECRET, server: options })
-  const withDefaults = createBaselineServer({ jwtSecret: SECRET })
-  t.teardown(() => {
-    baseline.close()
-    withDefaults.close()
   })
+  const service = Fastify(serverOptions(config))
+  t.teardown(() => service.close())
+  const baseline = createBaselineServer(config)
+  t.teardown(() => baseline.close())
   const settings = (server: typeof baseline): number[] => [server.timeout, server.keepAliveTimeout, server.requestTimeout, server.headersTimeout]
   t.strictSame(settings(service.server), [12345, 2345, 23456, 3456])
   t.strictSame(settings(baseline), settings(service.server))
-  // Without them, Node's defaults: no idle-socket timeout.
-  t.equal(withDefaults.timeout, 0)
 })

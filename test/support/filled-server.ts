@@ -1,11 +1,11 @@
 import { spawn } from 'node:child_process'
-import { readFileSync } from 'node:fs'
 import { request } from 'node:http'
 import { connect, type Socket } from 'node:net'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type { Test } from 'tap'
 import { TEST_SECRET } from './app.js'
+import { rssBytes } from './proc.js'
 import { baseEnv, plainNode } from './server.js'
 import { adminClient, freshServerSchema } from './sql-schemas.js'
 
@@ -152,7 +152,7 @@ export async function startFilledServer (t: Test, options: FilledServerOptions):
     })
     child.once('exit', (code) => reject(new Error(`the filled server exited with ${code}: ${output}`)))
   })
-  const rss = (): number => Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1]) * 1024
+  const rss = (): number => rssBytes(Number(child.pid))
   const longestTurn = (): Promise<LongestTurn> => new Promise((resolve) => {
     const answered = (chunk: Buffer): void => {
       const match = /longest turn (\{[^\n]*\})/.exec(String(chunk))
